@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class CalculatorConfig(AppConfig):
+    name = "calculator"
+    verbose_name = _("LLM memory calculator")
+    default_auto_field = "django.db.models.BigAutoField"

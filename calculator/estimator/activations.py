@@ -1,0 +1,256 @@
+"""Activation memory: what autograd keeps for backward, and what a forward pass holds transiently.
+
+The method is Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+Models" (arXiv:2205.05198) §4.1: count, per layer, every tensor that the backward pass needs.
+Their closed form (``sbh(34 + 5as/h)``) assumes GPT-3's layer with fp16 activations, dropout and
+no fused attention; here the same inventory is taken op by op for the layer that Hugging Face
+``transformers`` actually runs (``modeling_llama.py`` and its relatives), with PyTorch's
+autograd rule that an op saves an input only when the gradient of another input that requires
+grad needs it (``tools/autograd/derivatives.yaml``). That rule is why a frozen linear (LoRA)
+saves no input, and why an RMSNorm with a frozen weight keeps only its fp32 upcast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculator.estimator.architecture import Architecture
+from calculator.estimator.parallelism import Plan
+
+FP32 = 4.0
+MASK = 1.0  # dropout masks are bool tensors
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What shapes a layer's activations."""
+
+    batch: int
+    seq: int
+    act_bytes: float
+    """Bytes per element of linear outputs (the compute dtype)."""
+    residual_bytes: float
+    """Bytes per element of the residual stream (fp32 under autocast of an fp32 model)."""
+    autocast: bool
+    attention: str
+    training: bool
+    frozen_base: bool
+    plan: Plan
+    lora_targets: frozenset[str] = frozenset()
+    lora_rank: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq
+
+
+def _norm_saved(arch: Architecture, s: Setting, *, trainable: bool) -> float:
+    """Bytes one RMSNorm/LayerNorm keeps per hidden element (output excluded).
+
+    HF's Llama RMSNorm upcasts to fp32 (saved for the variance), multiplies by rsqrt, casts back
+    and multiplies by the weight (which saves the normalised input when the weight trains).
+    Gemma's and OLMo 2's variants multiply in fp32, so they keep a second fp32 tensor.
+    LayerNorm (``native_layer_norm``) keeps its input plus per-row mean and rstd.
+    """
+    if arch.norm_kind == "layer":
+        return s.residual_bytes
+    upcast = FP32
+    if arch.norm_kind == "rms_gemma" or arch.model_type == "olmo2":
+        return upcast + FP32
+    return upcast + (s.residual_bytes if trainable else 0.0)
+
+
+def _linear_input_saved(width: int, consumers: int, s: Setting, *, trainable: bool) -> float:
+    """A linear keeps its input only when its weight trains; autocast keeps one cast per consumer."""
+    if not trainable:
+        return 0.0
+    if s.autocast:
+        return consumers * s.act_bytes * width
+    return s.act_bytes * width
+
+
+def _lora_saved(width_in: int, s: Setting, modules: int) -> float:
+    """PEFT casts the input to the adapter's fp32 and keeps it, plus lora_A's output for lora_B."""
+    return modules * (FP32 * width_in + FP32 * s.lora_rank)
+
+
+def _adapted(s: Setting, *names: str) -> int:
+    return sum(1 for name in names if name in s.lora_targets)
+
+
+def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
+    """Bytes autograd keeps for one decoder layer in a training step (per GPU)."""
+    tp = s.plan.tp
+    tokens = s.tokens
+    h = arch.hidden_size
+    p = s.act_bytes
+    trainable = not s.frozen_base
+    heads = s.plan.heads_per_gpu(arch.num_attention_heads)
+    kv_heads = s.plan.heads_per_gpu(arch.num_kv_heads)
+    q_width = heads * arch.head_dim
+    kv_width = kv_heads * arch.head_dim
+    v_width = kv_heads * arch.v_head_dim
+    out_width = heads * arch.v_head_dim
+    per_token = 0.0
+
+    # Norms before attention/MLP (their outputs feed linears) and after (they feed the residual).
+    pre_norms = arch.pre_norms_per_layer
+    post_norms = arch.post_norms_per_layer
+    per_token += (pre_norms + post_norms) * _norm_saved(arch, s, trainable=trainable) * h
+
+    # Attention inputs: the normalised hidden state kept by q/k/v (one fused linear or three).
+    fused_qkv = arch.model_type in {"phi3", "gpt2", "gpt_neox", "falcon"}
+    qkv_consumers = 1 if fused_qkv else 3
+    if arch.attention_kind == "mla":
+        qkv_consumers = 2  # q_a (or q) and kv_a read the normalised input
+    per_token += _linear_input_saved(h, qkv_consumers, s, trainable=trainable)
+    per_token += _lora_saved(h, s, _adapted(s, "q_proj", "k_proj", "v_proj"))
+
+    if arch.attention_kind == "mla":
+        rank = arch.kv_lora_rank or 0
+        rope = arch.qk_rope_head_dim or 0
+        q_rank = arch.q_lora_rank or 0
+        # q_a/kv_a outputs, their norms (fp32 upcast), q_b/kv_b inputs, expanded k and q.
+        per_token += p * (q_rank + rank + rope) + (FP32 + p) * (q_rank + rank)
+        per_token += p * heads * (arch.head_dim - rope + arch.v_head_dim)
+
+    if arch.qk_norm != "none":
+        qk_norm_bytes = FP32 + (
+            FP32 if arch.norm_kind == "rms_gemma" or arch.model_type == "olmo2" else p
+        )
+        per_token += qk_norm_bytes * (q_width + kv_width)
+
+    # Fused projections: q, k and v are views of one output, so v keeps the whole storage alive.
+    v_storage = (q_width + 2 * kv_width) if fused_qkv else v_width
+    if s.attention == "flash":
+        # SDPA flash / memory-efficient keeps q, k, v, the output and a per-row logsumexp
+        # (Dao et al. 2022, FlashAttention, arXiv:2205.14135 §3.1: O(N) extra memory).
+        per_token += p * (q_width + kv_width + out_width) + p * v_storage + FP32 * heads
+    else:
+        # Eager attention repeats K/V to every head, then keeps scores for softmax backward.
+        per_token += p * 3 * q_width
+        per_token += p * max(0, v_storage - v_width)
+    # The attention output, made contiguous for o_proj.
+    per_token += _linear_input_saved(out_width, 1, s, trainable=trainable)
+    per_token += _lora_saved(out_width, s, _adapted(s, "o_proj"))
+
+    if arch.hidden_dropout and s.training:
+        per_token += 2 * MASK * h
+
+    # MLP.
+    per_token += _mlp_bytes(arch, s, index, trainable=trainable)
+
+    total = per_token * tokens
+    if s.attention == "eager":
+        total += _eager_scores_saved(arch, s)
+    # tensor parallelism splits the attention/MLP interior; norms stay whole (no sequence
+    # parallelism), an approximation that over-counts slightly at tp > 1.
+    del tp
+    return total
+
+
+def _mlp_bytes(arch: Architecture, s: Setting, index: int, *, trainable: bool) -> float:
+    """Per-token bytes the MLP (dense or MoE) keeps."""
+    p = s.act_bytes
+    h = arch.hidden_size
+    mlp_consumers = 2 if arch.mlp_gated else 1
+    saved = _linear_input_saved(h, mlp_consumers, s, trainable=trainable)
+    saved += _lora_saved(h, s, _adapted(s, "gate_proj", "up_proj"))
+
+    def dense(width: int) -> float:
+        inner = width / s.plan.tp
+        if arch.mlp_gated:
+            # act(gate) keeps gate; act*up keeps both factors; down keeps the product.
+            kept = 3 * p * inner + (p * inner if trainable else 0.0)
+        else:
+            act_saved = 4 if arch.hidden_act == "gelu_new" else 1
+            kept = act_saved * p * inner + (p * inner if trainable else 0.0)
+        return kept + _lora_saved(int(inner), s, _adapted(s, "down_proj"))
+
+    if arch.is_moe_layer(index):
+        k = arch.experts_per_token
+        saved += FP32 * 2 * arch.num_experts  # router logits and fp32 softmax
+        saved += k * (p * h + dense(arch.moe_intermediate_size))
+        if arch.shared_expert_intermediate_size:
+            saved += dense(arch.shared_expert_intermediate_size)
+    else:
+        saved += dense(arch.intermediate_size)
+    return saved
+
+
+def _eager_scores_saved(arch: Architecture, s: Setting) -> float:
+    """Eager attention keeps the fp32 softmax output and its cast, plus dropout mask and output."""
+    heads = s.plan.heads_per_gpu(arch.num_attention_heads)
+    scores = s.batch * heads * s.seq * s.seq
+    per_score = FP32 + (s.act_bytes if s.act_bytes != FP32 else 0.0)
+    if arch.attention_dropout and s.training:
+        per_score += MASK + s.act_bytes
+    return per_score * scores
+
+
+def checkpointed_layer_bytes(arch: Architecture, s: Setting) -> float:
+    """With gradient checkpointing a layer keeps only its input (Chen et al. 2016, arXiv:1604.06174)."""
+    return s.residual_bytes * arch.hidden_size * s.tokens
+
+
+def model_level_bytes(arch: Architecture, s: Setting) -> float:
+    """Tensors kept once per model: final norm, RoPE cos/sin, masks, embedding dropout."""
+    h = arch.hidden_size
+    tokens = s.tokens
+    trainable = not s.frozen_base
+    total = _norm_saved(arch, s, trainable=trainable) * h * tokens if arch.final_norm else 0.0
+    total += _linear_input_saved(h, 1, s, trainable=trainable) * tokens
+    if not arch.learned_positions:
+        total += 2 * s.act_bytes * arch.head_dim * tokens
+    if arch.embedding_dropout and s.training:
+        total += MASK * h * tokens
+    if s.attention == "eager":
+        total += s.act_bytes * s.batch * s.seq * s.seq  # the additive causal mask
+    return total
+
+
+def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> float:
+    """Most bytes one layer's forward holds at once under ``torch.no_grad`` (KV cache excluded).
+
+    Nothing is saved for backward, so only the live working set counts: the residual stream and
+    the normalised input, plus the larger of the attention and MLP working sets.
+    """
+    tokens = s.tokens
+    h = arch.hidden_size
+    p = s.act_bytes
+    heads = s.plan.heads_per_gpu(arch.num_attention_heads)
+    kv_heads = s.plan.heads_per_gpu(arch.num_kv_heads)
+    q_width = heads * arch.head_dim
+    kv_width = kv_heads * arch.head_dim
+    out_width = heads * arch.v_head_dim
+    stream = (s.residual_bytes + p) * h * tokens
+    # Normalisation in fp32: upcast and one fp32 temporary.
+    norm = 2 * FP32 * h * tokens
+    # Attention: q, k, v, rotated q/k, output and its contiguous copy.
+    attention = p * tokens * (3 * q_width + 2 * kv_width + 2 * out_width)
+    if s.attention == "eager":
+        scores = s.batch * heads * s.seq * s.seq
+        attention += 8.0 * scores  # scores, fp32 softmax and its cast live together
+        attention += p * tokens * 2 * q_width  # repeated K/V
+    if arch.is_moe_layer(index):
+        k = arch.experts_per_token
+        inner = arch.moe_intermediate_size / s.plan.tp
+        mlp = p * tokens * (k * 3 * inner + 2 * k * h) + FP32 * tokens * 2 * arch.num_experts
+        if arch.shared_expert_intermediate_size:
+            mlp += p * tokens * 3 * arch.shared_expert_intermediate_size / s.plan.tp
+    else:
+        inner = arch.intermediate_size / s.plan.tp
+        mlp = p * tokens * (3 * inner if arch.mlp_gated else 2 * inner)
+    return stream + max(norm, attention, mlp)
+
+
+def backward_layer_working_bytes(arch: Architecture, s: Setting, index: int) -> float:
+    """Gradient tensors alive while backpropagating one layer: a few MLP-sized buffers."""
+    tokens = s.tokens
+    p = s.act_bytes
+    inner = (
+        arch.moe_intermediate_size * arch.experts_per_token
+        if arch.is_moe_layer(index)
+        else arch.intermediate_size
+    ) / s.plan.tp
+    return p * tokens * (2 * inner + 2 * arch.hidden_size)

@@ -1,0 +1,449 @@
+"""``estimate``: the one entry point the page, the API and the CLI share."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from calculator.estimator import activations as act
+from calculator.estimator.architecture import Architecture, ConfigError
+from calculator.estimator.kv_cache import kv_cache_bytes
+from calculator.estimator.lora import adapter_params, module_shapes, resolve_targets
+from calculator.estimator.optimizer import adafactor_state_elements, optimizer_profile
+from calculator.estimator.overheads import (
+    CUDA_CONTEXT_SOURCE,
+    RESERVE_SOURCE,
+    allocator_reserve_bytes,
+    cuda_context_bytes,
+)
+from calculator.estimator.parallelism import Plan, plan_for
+from calculator.estimator.precision import BYTES_PER_ELEMENT, WEIGHT_FORMATS, compute_dtype
+from calculator.estimator.schemas import (
+    Assumption,
+    Breakdown,
+    ConfigModel,
+    CustomModel,
+    EstimateRequest,
+    EstimateResult,
+)
+from calculator.estimator.weights import weight_bytes
+
+FP32 = 4.0
+
+
+def resolve_architecture(model: ConfigModel | CustomModel) -> Architecture:
+    """The architecture a request describes (raises ``ConfigError`` naming a bad field)."""
+    if isinstance(model, ConfigModel):
+        return Architecture.from_hf_config(model.config)
+    return architecture_from_custom(model)
+
+
+def architecture_from_custom(model: CustomModel) -> Architecture:
+    """A Llama-shaped architecture for a model given by size and whatever shape fields are known.
+
+    Missing depth and width come from the dense-transformer count ``params ≈ 12 · L · h²``
+    (Kaplan et al. 2020, arXiv:2001.08361 §2.1) with Llama 2's aspect ratio ``h / L = 128``
+    (Touvron et al. 2023, arXiv:2307.09288, Table 1: 4096/32, 5120/40).
+    """
+    params = model.params_billion * 1e9 if model.params_billion else None
+    layers, hidden = model.num_layers, model.hidden_size
+    if layers is None or hidden is None:
+        assert params is not None
+        if hidden is not None:
+            layers = max(1, round(params / (12 * hidden * hidden)))
+        elif layers is not None:
+            hidden = max(64, round(math.sqrt(params / (12 * layers)) / 64) * 64)
+        else:
+            layers = max(1, round((params / (12 * 128 * 128)) ** (1 / 3)))
+            hidden = max(128, round(128 * layers / 128) * 128)
+    heads = model.num_attention_heads or max(1, hidden // 128)
+    head_dim = model.head_dim or max(1, hidden // heads)
+    kv_heads = model.num_kv_heads or heads
+    if heads % kv_heads:
+        raise ConfigError("num_attention_heads must be a multiple of num_kv_heads.", "num_kv_heads")
+    intermediate = model.intermediate_size or max(256, round(hidden * 8 / 3 / 256) * 256)
+    experts = model.num_experts or 0
+    return Architecture(
+        model_type="custom",
+        vocab_size=model.vocab_size or 32_000,
+        hidden_size=hidden,
+        num_layers=layers,
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        v_head_dim=head_dim,
+        intermediate_size=intermediate,
+        tie_word_embeddings=model.tie_word_embeddings,
+        num_experts=experts,
+        experts_per_token=model.experts_per_token or 0,
+        moe_intermediate_size=intermediate if experts else 0,
+        moe_layers=tuple(range(layers)) if experts else (),
+        params_override=int(params) if params else None,
+    )
+
+
+@dataclass
+class _Notes:
+    items: list[Assumption] = field(default_factory=list)
+
+    def add(self, text: str, source: str) -> None:
+        self.items.append(Assumption(text=text, source=source))
+
+
+def estimate(request: EstimateRequest) -> EstimateResult:
+    """Per-GPU memory for one request: a breakdown, the peak of live tensors, and the total."""
+    arch = resolve_architecture(request.model)
+    plan = plan_for(
+        num_gpus=request.num_gpus,
+        tensor_parallel=request.tensor_parallel,
+        zero_stage=request.zero_stage,
+    )
+    notes = _Notes()
+    if isinstance(request.model, CustomModel):
+        notes.add(
+            "Custom model: missing shape fields were filled with Llama-style defaults "
+            f"({arch.num_layers} layers, hidden {arch.hidden_size}, {arch.num_attention_heads} "
+            f"heads, intermediate {arch.intermediate_size}, vocabulary {arch.vocab_size}).",
+            "Kaplan et al. 2020 (arXiv:2001.08361) §2.1; Touvron et al. 2023 (arXiv:2307.09288) Table 1",
+        )
+    if request.mode == "inference":
+        return _inference(request, arch, plan, notes)
+    return _training(request, arch, plan, notes)
+
+
+def _kv_precision(request: EstimateRequest) -> str:
+    return request.kv_cache_precision or compute_dtype(request.precision)
+
+
+def _inference(
+    request: EstimateRequest, arch: Architecture, plan: Plan, notes: _Notes
+) -> EstimateResult:
+    precision = request.precision
+    compute = compute_dtype(precision)
+    p = BYTES_PER_ELEMENT[compute]
+    quantized = precision not in {"fp32", "fp16", "bf16"}
+    weights = weight_bytes(
+        arch,
+        weight_format=precision,
+        other_bytes=p if quantized else BYTES_PER_ELEMENT[precision],
+        plan=plan,
+    )
+    if quantized:
+        notes.add(
+            f"Weights: {WEIGHT_FORMATS[precision].label}; embeddings, LM head and norms stay in "
+            f"{compute}; activations computed in {compute}.",
+            WEIGHT_FORMATS[precision].source,
+        )
+    kv_dtype = _kv_precision(request)
+    kv = kv_cache_bytes(
+        arch,
+        batch=request.batch_size,
+        seq_len=request.seq_len,
+        bytes_per_element=BYTES_PER_ELEMENT[kv_dtype],
+        plan=plan,
+    )
+    notes.add(
+        f"Prefill of {request.batch_size} × {request.seq_len} tokens in one forward pass; the KV "
+        f"cache ({kv_dtype}) holds every token"
+        + (
+            f", sliding-window layers only the last {arch.sliding_window}"
+            if arch.sliding_layer_count
+            else ""
+        )
+        + ".",
+        "Kwon et al. 2023 (vLLM, arXiv:2309.06180) §3; transformers DynamicCache",
+    )
+    if arch.attention_kind == "mla":
+        notes.add(
+            "MLA cache counted as transformers stores it (decompressed per-head K and V); vLLM and "
+            "SGLang keep only the latent (kv_lora_rank + rope dims), far smaller.",
+            "DeepSeek-V2 (arXiv:2405.04434) §2.1; transformers modeling_deepseek_v3.py",
+        )
+    setting = act.Setting(
+        batch=request.batch_size,
+        seq=request.seq_len,
+        act_bytes=p,
+        residual_bytes=p,
+        autocast=False,
+        attention=request.attention,
+        training=False,
+        frozen_base=True,
+        plan=plan,
+    )
+    layer_peak = max(
+        act.inference_layer_peak_bytes(arch, setting, index) for index in _layer_samples(arch)
+    )
+    if request.attention == "eager":
+        layer_peak += p * request.batch_size * request.seq_len**2  # the additive causal mask
+    logits = int(request.batch_size * arch.vocab_size * p / plan.tp)
+    notes.add(
+        "Logits only for the last position of each sequence (logits_to_keep=1, as generate() does).",
+        "transformers GenerationMixin",
+    )
+    peak_parts = Breakdown(
+        weights=weights.data,
+        quantization_overhead=weights.quantization_overhead,
+        kv_cache=kv,
+        activations=int(layer_peak),
+        logits=logits,
+    )
+    return _finish(
+        request, arch, peak_parts, phase="prefill forward", trainable=0, notes=notes, training=False
+    )
+
+
+def _layer_samples(arch: Architecture) -> list[int]:
+    """One dense and one MoE layer index are enough: layers of a kind are identical."""
+    samples = {0, arch.num_layers - 1}
+    if arch.moe_layers:
+        samples.add(arch.moe_layers[0])
+    return sorted(samples)
+
+
+def _sum_layers(arch: Architecture, fn: object, setting: act.Setting) -> float:
+    """Sum a per-layer function over all layers, computing each distinct layer kind once."""
+    assert callable(fn)
+    moe = set(arch.moe_layers) if arch.is_moe else set()
+    dense_count = arch.num_layers - len(moe)
+    total = 0.0
+    if dense_count:
+        dense_index = next(i for i in range(arch.num_layers) if i not in moe)
+        total += dense_count * fn(arch, setting, dense_index)
+    if moe:
+        total += len(moe) * fn(arch, setting, next(iter(sorted(moe))))
+    return total
+
+
+def _training(
+    request: EstimateRequest, arch: Architecture, plan: Plan, notes: _Notes
+) -> EstimateResult:
+    mode = request.mode
+    tokens = request.batch_size * request.seq_len
+    params = arch.params_total
+    lora = mode in {"lora", "qlora"}
+
+    # --- dtypes -----------------------------------------------------------------------
+    if mode == "qlora":
+        weight_format, other_bytes = "nf4", FP32
+        p, residual, autocast = BYTES_PER_ELEMENT[compute_dtype(request.precision)], FP32, True
+        notes.add(
+            "QLoRA: base linears in NF4 with double quantization; embeddings, LM head and norms "
+            "upcast to fp32 by prepare_model_for_kbit_training; compute in bf16.",
+            WEIGHT_FORMATS["nf4"].source + "; PEFT prepare_model_for_kbit_training",
+        )
+    elif lora:
+        weight_format = request.precision
+        quantized = request.precision not in {"fp32", "fp16", "bf16"}
+        other_bytes = (
+            BYTES_PER_ELEMENT[compute_dtype(request.precision)]
+            if quantized
+            else BYTES_PER_ELEMENT[request.precision]
+        )
+        p = BYTES_PER_ELEMENT[compute_dtype(request.precision)]
+        residual, autocast = p, False
+    elif request.mixed_precision:
+        weight_format, other_bytes = "fp32", FP32
+        p, residual, autocast = BYTES_PER_ELEMENT[request.precision], FP32, True
+        notes.add(
+            f"Mixed precision: fp32 weights, gradients and optimizer states; forward and backward "
+            f"autocast to {request.precision}, whose weight copies live until backward frees them.",
+            "Micikevicius et al. 2018 (arXiv:1710.03740) §3; torch.autocast docs",
+        )
+    else:
+        weight_format = request.precision
+        other_bytes = BYTES_PER_ELEMENT[request.precision]
+        p = residual = BYTES_PER_ELEMENT[request.precision]
+        autocast = False
+    param_bytes = (
+        FP32
+        if (request.mixed_precision and not lora)
+        else BYTES_PER_ELEMENT[compute_dtype(request.precision)]
+    )
+
+    # --- parameters, adapters, gradients, optimizer ---------------------------------------
+    base = weight_bytes(arch, weight_format=weight_format, other_bytes=other_bytes, plan=plan)
+    targets = resolve_targets(arch, request.lora.targets) if lora else frozenset()
+    adapters = adapter_params(arch, rank=request.lora.rank, targets=targets) if lora else 0
+    trainable = adapters if lora else params
+    trainable_bytes = FP32 if lora else param_bytes
+    shard_model = plan.tp
+    trainable_local = trainable / shard_model
+
+    gradients = trainable_local * trainable_bytes / plan.gradient_shards
+    if plan.dp > 1 and plan.zero_stage == 0:
+        gradients *= 2
+        notes.add(
+            "Data parallel (DDP): gradient buckets double the gradient memory "
+            "(gradient_as_bucket_view=False, the default).",
+            "PyTorch DistributedDataParallel docs, gradient_as_bucket_view",
+        )
+    profile = optimizer_profile(request.optimizer, trainable_bytes)
+    if request.optimizer == "adafactor":
+        shapes = [
+            (d_in, d_out, copies)
+            for index in range(arch.num_layers)
+            for name, (d_in, d_out, copies) in module_shapes(arch, index).items()
+            if (name in targets if lora else copies)
+        ]
+        matrix_elements = sum(c * i * o for i, o, c in shapes)
+        state_elements = adafactor_state_elements(shapes, max(0, trainable - matrix_elements))
+        optimizer_states = state_elements * FP32 / shard_model / plan.optimizer_shards
+    else:
+        optimizer_states = trainable_local * profile.state_bytes_per_param / plan.optimizer_shards
+    step_temp = (
+        trainable_local * trainable_bytes * profile.step_temp_fraction / plan.optimizer_shards
+    )
+    notes.add(
+        f"{profile.label} states for {trainable:,} trainable parameters; step temporaries of "
+        "PyTorch's foreach implementation included.",
+        profile.source,
+    )
+
+    # --- weights resident during forward/backward ----------------------------------------
+    master = 0
+    working_copies = 0.0
+    if request.mixed_precision and not lora:
+        master = base.data
+        weights_resident = 0
+        working_copies = (
+            arch.linear_params() / plan.tp * p
+            if arch.params_override is None
+            else params * 0.97 / plan.tp * p
+        )
+        if plan.zero_stage == 3:
+            working_copies = 2 * arch.largest_layer_params() / plan.tp * p
+    else:
+        weights_resident = base.data
+    gather = 0.0
+    if plan.zero_stage == 3 and plan.dp > 1:
+        gather = (
+            2
+            * arch.largest_layer_params()
+            / plan.tp
+            * (p if request.mixed_precision else param_bytes)
+        )
+        notes.add(
+            "ZeRO-3/FSDP: each GPU holds 1/N of the parameters plus the gathered full parameters of "
+            "the current and the prefetched layer.",
+            "Rajbhandari et al. 2020 (arXiv:1910.02054) §5.3; PyTorch FSDP docs (forward_prefetch)",
+        )
+    if plan.zero_stage == 3 and request.mixed_precision and not lora:
+        working_copies = gather
+        gather = 0.0
+
+    # --- activations and logits ----------------------------------------------------------
+    setting = act.Setting(
+        batch=request.batch_size,
+        seq=request.seq_len,
+        act_bytes=p,
+        residual_bytes=residual,
+        autocast=autocast,
+        attention=request.attention,
+        training=True,
+        frozen_base=lora,
+        plan=plan,
+        lora_targets=targets,
+        lora_rank=request.lora.rank if lora else 0,
+    )
+    full_layers = _sum_layers(arch, act.training_layer_bytes, setting)
+    one_layer = max(act.training_layer_bytes(arch, setting, i) for i in _layer_samples(arch))
+    working = max(act.backward_layer_working_bytes(arch, setting, i) for i in _layer_samples(arch))
+    model_level = act.model_level_bytes(arch, setting)
+    if request.gradient_checkpointing:
+        kept = arch.num_layers * act.checkpointed_layer_bytes(arch, setting) + model_level
+        recompute = one_layer
+        notes.add(
+            "Gradient checkpointing keeps each layer's input and recomputes one layer at a time "
+            "in backward.",
+            "Chen et al. 2016 (arXiv:1604.06174); transformers gradient_checkpointing_enable()",
+        )
+    else:
+        kept = full_layers + model_level
+        recompute = 0.0
+    vocab_local = arch.vocab_size / plan.tp
+    logits_forward = (
+        tokens * vocab_local * ((FP32 + FP32) if p == FP32 and not autocast else (p + FP32 + FP32))
+    )
+    logits_backward = tokens * vocab_local * 3 * FP32
+    if arch.final_logit_softcapping:
+        logits_forward += 2 * tokens * vocab_local * p
+        logits_backward += tokens * vocab_local * p
+    notes.add(
+        "Loss over every position with logits upcast to fp32 (transformers ForCausalLMLoss); the "
+        "backward of cross-entropy holds three fp32 logit-sized tensors at once.",
+        "transformers loss_utils.ForCausalLMLoss; PyTorch log_softmax/nll_loss backward",
+    )
+
+    persistent = weights_resident + master + optimizer_states + gather
+    adapters_bytes = adapters / shard_model * FP32
+    persistent += adapters_bytes
+    phases: dict[str, Breakdown] = {}
+    common = {
+        "master_weights": int(master),
+        "optimizer_states": int(optimizer_states),
+        "adapters": int(adapters_bytes),
+        "quantization_overhead": base.quantization_overhead,
+    }
+    weights_fwd = int(weights_resident + working_copies + gather)
+    phases["forward (loss)"] = Breakdown(
+        weights=weights_fwd, activations=int(kept), logits=int(logits_forward), **common
+    )
+    phases["backward (start)"] = Breakdown(
+        weights=weights_fwd,
+        activations=int(kept + recompute + (working if recompute else 0)),
+        logits=int(logits_backward),
+        **common,
+    )
+    phases["backward (end)"] = Breakdown(
+        weights=int(weights_resident + gather),
+        activations=int(working + (recompute if request.gradient_checkpointing else 0)),
+        gradients=int(gradients),
+        **common,
+    )
+    phases["optimizer step"] = Breakdown(
+        weights=int(weights_resident),
+        gradients=int(gradients),
+        optimizer_states=int(optimizer_states + step_temp),
+        **{k: v for k, v in common.items() if k != "optimizer_states"},
+    )
+    phase, peak_parts = max(phases.items(), key=lambda item: item[1].total())
+    result = _finish(
+        request, arch, peak_parts, phase=phase, trainable=int(trainable), notes=notes, training=True
+    )
+    return result
+
+
+def _finish(
+    request: EstimateRequest,
+    arch: Architecture,
+    peak_parts: Breakdown,
+    *,
+    phase: str,
+    trainable: int,
+    notes: _Notes,
+    training: bool,
+) -> EstimateResult:
+    peak = peak_parts.total()
+    context = cuda_context_bytes()
+    reserve = allocator_reserve_bytes(peak, training=training)
+    notes.add(
+        f"CUDA context and kernels: {context // (1024 * 1024)} MiB per GPU.", CUDA_CONTEXT_SOURCE
+    )
+    notes.add(
+        f"Caching-allocator reserve: {int(100 * reserve / peak) if peak else 0}% of the peak.",
+        RESERVE_SOURCE,
+    )
+    breakdown = peak_parts.model_copy(
+        update={"cuda_context": context, "allocator_reserve": reserve}
+    )
+    return EstimateResult(
+        breakdown=breakdown,
+        peak_allocated_bytes=peak,
+        total_bytes=breakdown.total(),
+        peak_phase=phase,
+        params_total=arch.params_total,
+        params_trainable=trainable,
+        params_active=arch.params_active,
+        num_gpus=request.num_gpus,
+        assumptions=notes.items,
+    )

@@ -1,0 +1,45 @@
+"""KV cache: keys and values kept for every processed token, per layer."""
+
+from __future__ import annotations
+
+from calculator.estimator.architecture import Architecture
+from calculator.estimator.parallelism import Plan
+
+
+def cached_tokens(arch: Architecture, layer_index: int, seq_len: int) -> int:
+    """Tokens a layer keeps: all of them, or the window on a sliding-window layer.
+
+    transformers' ``DynamicCache`` builds a ``DynamicSlidingWindowLayer`` for layers the config
+    marks ``sliding_attention`` and keeps only the last ``sliding_window`` tokens there
+    (``cache_utils.py``); Beltagy et al. 2020 (Longformer, arXiv:2004.05150) define the window.
+    """
+    if arch.layer_types and arch.layer_types[layer_index] == "sliding" and arch.sliding_window:
+        return min(seq_len, arch.sliding_window)
+    return seq_len
+
+
+def kv_cache_bytes(
+    arch: Architecture, *, batch: int, seq_len: int, bytes_per_element: float, plan: Plan
+) -> int:
+    """``2 · batch · tokens · kv_heads · head_dim · bytes`` summed over layers.
+
+    The per-token size follows Kwon et al. 2023 (vLLM, arXiv:2309.06180 §3: "2 (key and value
+    vectors) × hidden × layers × bytes" for multi-head attention); with grouped-query attention
+    (Ainslie et al. 2023, arXiv:2305.13245) only ``num_key_value_heads`` heads are cached, and a
+    GPU under tensor parallelism keeps ``ceil(kv_heads / tp)`` of them (never less than one).
+    MLA models are cached as transformers does, with decompressed per-head keys and values
+    (``modeling_deepseek_v3.py``); serving engines that keep the latent store far less.
+    """
+    kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
+    per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * bytes_per_element
+    tokens = sum(cached_tokens(arch, index, seq_len) for index in range(arch.num_layers))
+    return int(batch * tokens * per_token)
+
+
+def mla_latent_kv_bytes(
+    arch: Architecture, *, batch: int, seq_len: int, bytes_per_element: float
+) -> int:
+    """What vLLM/SGLang cache for MLA: ``kv_lora_rank + qk_rope_head_dim`` per token per layer
+    (DeepSeek-V2 paper, arXiv:2405.04434 §2.1.2)."""
+    per_token = ((arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)) * bytes_per_element
+    return int(batch * seq_len * arch.num_layers * per_token)

@@ -1,0 +1,156 @@
+"""The estimator's contract: what it takes (``EstimateRequest``) and what it returns."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Mode = Literal["inference", "full_finetune", "lora", "qlora", "pretrain"]
+Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "int2"]
+KvPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+Optimizer = Literal["adamw", "adamw_8bit", "sgd", "sgd_momentum", "adafactor", "lion"]
+Attention = Literal["flash", "eager"]
+LoraTarget = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+TRAINING_MODES: frozenset[str] = frozenset({"full_finetune", "pretrain", "lora", "qlora"})
+FLOAT_PRECISIONS: frozenset[str] = frozenset({"fp32", "fp16", "bf16"})
+
+# Bounds keep every request computable in microseconds; they sit far beyond any real model.
+MAX_PARAMS_BILLION = 100_000.0
+MAX_SEQ_LEN = 10_000_000
+MAX_BATCH = 1_000_000
+MAX_GPUS = 65_536
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ConfigModel(_Frozen):
+    """A Hugging Face ``config.json``, as published."""
+
+    config: dict[str, Any] = Field(description="The model's config.json object.")
+
+
+class CustomModel(_Frozen):
+    """A model described by its size and, optionally, its shape."""
+
+    params_billion: float | None = Field(
+        default=None, gt=0, le=MAX_PARAMS_BILLION, description="Total parameters, in billions."
+    )
+    num_layers: int | None = Field(default=None, gt=0, le=10_000)
+    hidden_size: int | None = Field(default=None, gt=0, le=1_000_000)
+    num_attention_heads: int | None = Field(default=None, gt=0, le=10_000)
+    num_kv_heads: int | None = Field(default=None, gt=0, le=10_000)
+    head_dim: int | None = Field(default=None, gt=0, le=100_000)
+    intermediate_size: int | None = Field(default=None, gt=0, le=10_000_000)
+    vocab_size: int | None = Field(default=None, gt=0, le=100_000_000)
+    num_experts: int | None = Field(default=None, ge=0, le=100_000)
+    experts_per_token: int | None = Field(default=None, ge=0, le=100_000)
+    tie_word_embeddings: bool = False
+
+    @model_validator(mode="after")
+    def _needs_size_or_shape(self) -> CustomModel:
+        shape = (self.num_layers, self.hidden_size)
+        if self.params_billion is None and None in shape:
+            raise ValueError("give params_billion, or at least num_layers and hidden_size")
+        if (self.num_experts or 0) and not self.experts_per_token:
+            raise ValueError("experts_per_token is required when num_experts is set")
+        if (self.experts_per_token or 0) > (self.num_experts or 0):
+            raise ValueError("experts_per_token cannot exceed num_experts")
+        return self
+
+
+class LoraSettings(_Frozen):
+    rank: int = Field(default=16, ge=1, le=65_536, description="LoRA rank r.")
+    targets: list[LoraTarget] | Literal["all-linear"] = Field(
+        default_factory=lambda: list[LoraTarget](["q_proj", "v_proj"]),
+        description="Modules that get adapters, or 'all-linear' (every linear but the LM head).",
+    )
+
+    @field_validator("targets")
+    @classmethod
+    def _non_empty(cls, value: list[str] | str) -> list[str] | str:
+        if isinstance(value, list) and not value:
+            raise ValueError("choose at least one target module")
+        return value
+
+
+class EstimateRequest(_Frozen):
+    model: ConfigModel | CustomModel
+    mode: Mode = "inference"
+    precision: Precision = Field(default="bf16", description="Weight precision.")
+    mixed_precision: bool = Field(
+        default=False,
+        description="Training only: fp32 weights with autocast to `precision` (Trainer bf16=True).",
+    )
+    optimizer: Optimizer = "adamw"
+    batch_size: int = Field(default=1, ge=1, le=MAX_BATCH, description="Sequences per GPU.")
+    seq_len: int = Field(default=2048, ge=1, le=MAX_SEQ_LEN, description="Tokens per sequence.")
+    gradient_checkpointing: bool = False
+    attention: Attention = "flash"
+    kv_cache_precision: KvPrecision | None = Field(
+        default=None, description="KV-cache dtype; default: the compute dtype."
+    )
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    num_gpus: int = Field(default=1, ge=1, le=MAX_GPUS)
+    zero_stage: Literal[0, 1, 2, 3] = Field(default=0, description="ZeRO / FSDP sharding stage.")
+    tensor_parallel: int = Field(default=1, ge=1, le=MAX_GPUS)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EstimateRequest:
+        if self.num_gpus % self.tensor_parallel:
+            raise ValueError("tensor_parallel must divide num_gpus")
+        if self.mode in {"full_finetune", "pretrain"} and self.precision not in FLOAT_PRECISIONS:
+            raise ValueError(
+                f"{self.mode} needs fp32, fp16 or bf16 weights; quantized weights cannot be trained "
+                "directly (use lora or qlora)"
+            )
+        if self.mixed_precision and self.precision not in {"fp16", "bf16"}:
+            raise ValueError("mixed precision autocasts to fp16 or bf16; choose one of them")
+        if self.mode == "inference" and self.zero_stage:
+            raise ValueError("ZeRO sharding applies to training; use tensor_parallel for inference")
+        return self
+
+
+class Assumption(_Frozen):
+    text: str
+    source: str
+
+
+class Breakdown(_Frozen):
+    """Bytes per GPU by component (integers; zero where a component does not apply)."""
+
+    weights: int = 0
+    kv_cache: int = 0
+    activations: int = 0
+    logits: int = 0
+    gradients: int = 0
+    optimizer_states: int = 0
+    master_weights: int = 0
+    adapters: int = 0
+    quantization_overhead: int = 0
+    cuda_context: int = 0
+    allocator_reserve: int = 0
+
+    def total(self) -> int:
+        return sum(self.model_dump().values())
+
+
+class EstimateResult(_Frozen):
+    breakdown: Breakdown
+    peak_allocated_bytes: int = Field(
+        description="Most that live tensors reach per GPU (torch.cuda.max_memory_allocated)."
+    )
+    total_bytes: int = Field(
+        description="What nvidia-smi would show per GPU: peak + CUDA context + allocator reserve."
+    )
+    peak_phase: str = Field(
+        description="Where the peak happens (forward, backward, optimizer step)."
+    )
+    params_total: int
+    params_trainable: int
+    params_active: int
+    num_gpus: int
+    assumptions: list[Assumption]

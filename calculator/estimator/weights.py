@@ -1,0 +1,42 @@
+"""Model weights: what the parameters occupy at a given precision, and quantization metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculator.estimator.architecture import Architecture
+from calculator.estimator.parallelism import Plan
+from calculator.estimator.precision import WEIGHT_FORMATS
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    data: int
+    quantization_overhead: int
+
+
+def weight_bytes(
+    arch: Architecture, *, weight_format: str, other_bytes: float, plan: Plan
+) -> WeightBytes:
+    """Parameters × bytes per element, per GPU.
+
+    Quantized formats pack only the decoder's linear layers (and MoE experts); embeddings, the
+    LM head, norms and biases stay at ``other_bytes`` per element, as bitsandbytes
+    (``llm_int8_skip_modules`` keeps ``lm_head``), AutoAWQ and GPTQ do. Their group scales and
+    zero points are reported separately as quantization overhead. Tensor parallelism splits the
+    linears, the embedding and the LM head ``tp`` ways (Megatron-LM §3); ZeRO-3 shards them
+    all ``dp`` ways.
+    """
+    fmt = WEIGHT_FORMATS[weight_format]
+    total = arch.params_total
+    linear = arch.linear_params() if arch.params_override is None else int(total * 0.97)
+    linear = min(linear, total)
+    other = total - linear
+    split = plan.tp * plan.parameter_shards
+    norms = (
+        arch.num_layers * (arch.pre_norms_per_layer + arch.post_norms_per_layer) * arch.hidden_size
+    )
+    other_split = max(other - norms, 0) / split + norms / plan.parameter_shards
+    data = linear * fmt.data_bytes / split + other_split * other_bytes
+    overhead = linear * fmt.overhead_bytes / split
+    return WeightBytes(data=int(data), quantization_overhead=int(overhead))

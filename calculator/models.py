@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from calculator.estimator import Architecture, ConfigError
+
+slug_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9.\-]*$",
+    _("Use lowercase letters, digits, dots and hyphens."),
+)
+
+_ORG_PREFIX = re.compile(r"^[^/\s]+/")
+_SUFFIXES = re.compile(r"(?:[-_ .](?:instruct|chat|it|hf|base))+$")
+_SEPARATORS = re.compile(r"[\s\-_.:/]+")
+
+
+def alias_key(text: str) -> str:
+    """What two spellings of a model name share: 'Qwen/Qwen2-7B-Instruct' → 'qwen27b'.
+
+    Case, separators, an organisation prefix and -Instruct/-Chat/-it/-hf suffixes do not matter.
+    """
+    value = text.strip().lower()
+    value = _ORG_PREFIX.sub("", value)
+    value = _SUFFIXES.sub("", value)
+    return _SEPARATORS.sub("", value)
+
+
+class Quantization(models.TextChoices):
+    NONE = "", _("None (full precision release)")
+    FP8 = "fp8", _("FP8")
+    MXFP4 = "mxfp4", _("MXFP4")
+    AWQ_INT4 = "awq-int4", _("AWQ int4")
+    GPTQ_INT4 = "gptq-int4", _("GPTQ int4")
+
+
+class ModelPreset(models.Model):
+    slug = models.CharField(_("slug"), max_length=100, unique=True, validators=[slug_validator])
+    display_name = models.CharField(_("display name"), max_length=200)
+    family = models.CharField(_("family"), max_length=100, db_index=True)
+    hf_repo = models.CharField(_("Hugging Face repo id"), max_length=200, blank=True)
+    config = models.JSONField(
+        _("architecture (config.json)"),
+        help_text=_("The model's config.json fields as published on the Hugging Face hub."),
+    )
+    params_total = models.BigIntegerField(_("parameters"), editable=False, default=0)
+    num_layers = models.PositiveIntegerField(_("layers"), editable=False, default=0)
+    num_kv_heads = models.PositiveIntegerField(_("KV heads"), editable=False, default=0)
+    max_context = models.PositiveIntegerField(_("context length"), null=True, editable=False)
+    release_date = models.DateField(_("release date"), null=True, blank=True)
+    license = models.CharField(_("licence"), max_length=100, blank=True)
+    native_precision = models.CharField(_("native precision"), max_length=20, default="bf16")
+    quantization = models.CharField(
+        _("pre-quantized release"), max_length=20, choices=Quantization.choices, blank=True
+    )
+    official_params = models.CharField(_("official parameter count"), max_length=50, blank=True)
+    source = models.TextField(_("sources"), blank=True)
+    note = models.TextField(_("note"), blank=True)
+    active = models.BooleanField(_("active"), default=True)
+    seed_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["family", "params_total", "display_name"]
+        verbose_name = _("model preset")
+        verbose_name_plural = _("model presets")
+
+    def __str__(self) -> str:
+        return self.display_name
+
+    def architecture(self) -> Architecture:
+        return Architecture.from_hf_config(self.config)
+
+    def clean(self) -> None:
+        super().clean()
+        try:
+            arch = self.architecture()
+        except (ConfigError, ValueError, TypeError) as error:
+            raise ValidationError({"config": str(error)}) from error
+        self._apply_architecture(arch)
+
+    def _apply_architecture(self, arch: Architecture) -> None:
+        self.params_total = arch.params_total
+        self.num_layers = arch.num_layers
+        self.num_kv_heads = arch.num_kv_heads
+        self.max_context = arch.max_position_embeddings
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self._apply_architecture(self.architecture())
+        super().save(*args, **kwargs)
+
+    @property
+    def params_billion(self) -> float:
+        return self.params_total / 1e9
+
+
+class ModelAlias(models.Model):
+    preset = models.ForeignKey(ModelPreset, on_delete=models.CASCADE, related_name="aliases")
+    alias = models.CharField(_("alias"), max_length=200)
+    key = models.CharField(max_length=200, unique=True, editable=False)
+
+    class Meta:
+        ordering = ["alias"]
+        verbose_name = _("alias")
+        verbose_name_plural = _("aliases")
+
+    def __str__(self) -> str:
+        return self.alias
+
+    def clean(self) -> None:
+        super().clean()
+        self.key = alias_key(self.alias)
+        if not self.key:
+            raise ValidationError({"alias": _("An alias needs at least one letter or digit.")})
+        clash = ModelAlias.objects.filter(key=self.key).exclude(pk=self.pk).select_related("preset")
+        other = clash.first()
+        if other is not None and other.preset_id != self.preset_id:
+            raise ValidationError(
+                {
+                    "alias": _("“%(alias)s” is already an alias of %(preset)s.")
+                    % {"alias": self.alias, "preset": other.preset.display_name}
+                }
+            )
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.key = alias_key(self.alias)
+        super().save(*args, **kwargs)
+
+
+class Vendor(models.TextChoices):
+    NVIDIA = "nvidia", "NVIDIA"
+    AMD = "amd", "AMD"
+    INTEL = "intel", "Intel"
+    APPLE = "apple", "Apple"
+
+
+# A driver reports slightly less than the marketed size; without a published readout we keep
+# 98.5% of the marketed GiB (an H100 80GB shows 81,559 MiB = 99.6%, an A10G 23,028 of 24,576 MiB
+# = 93.7%; both published nvidia-smi readouts, cited in presets/GPUS_SOURCES.md).
+DEFAULT_USABLE_FRACTION = Decimal("0.985")
+
+
+class GpuSpec(models.Model):
+    slug = models.CharField(_("slug"), max_length=100, unique=True, validators=[slug_validator])
+    name = models.CharField(_("name"), max_length=200)
+    vendor = models.CharField(_("vendor"), max_length=20, choices=Vendor.choices)
+    memory_gb = models.DecimalField(
+        _("memory (GB, as marketed)"),
+        max_digits=8,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0.5"))],
+    )
+    usable_memory_bytes = models.BigIntegerField(
+        _("usable memory (bytes, as the driver reports)"), null=True, blank=True
+    )
+    memory_type = models.CharField(_("memory type"), max_length=40, blank=True)
+    bandwidth_gb_s = models.FloatField(_("memory bandwidth (GB/s)"), null=True, blank=True)
+    bf16_tflops_dense = models.FloatField(_("dense BF16 TFLOPS"), null=True, blank=True)
+    fp16_tflops_dense = models.FloatField(_("dense FP16 TFLOPS"), null=True, blank=True)
+    fp8_support = models.BooleanField(_("FP8 support"), default=False)
+    form_factor = models.CharField(_("form factor"), max_length=40, blank=True)
+    unified_memory = models.BooleanField(_("unified memory"), default=False)
+    unified_usable_fraction = models.FloatField(
+        _("usable share of unified memory"), null=True, blank=True
+    )
+    release_year = models.PositiveIntegerField(_("release year"), null=True, blank=True)
+    source = models.TextField(_("sources"), blank=True)
+    notes = models.TextField(_("notes"), blank=True)
+    active = models.BooleanField(_("active"), default=True)
+    seed_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-memory_gb", "name"]
+        verbose_name = _("GPU")
+        verbose_name_plural = _("GPUs")
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def usable_bytes(self) -> int:
+        """Memory a process can use: the driver's figure, or a default share of the marketed size."""
+        if self.usable_memory_bytes:
+            return int(self.usable_memory_bytes)
+        nominal = Decimal(self.memory_gb) * (1 << 30)
+        if self.unified_memory:
+            return int(nominal * Decimal(str(self.unified_usable_fraction or 0.75)))
+        return int(nominal * DEFAULT_USABLE_FRACTION)
+
+    @property
+    def nominal_bytes(self) -> int:
+        return int(Decimal(self.memory_gb) * (1 << 30))

@@ -1,0 +1,223 @@
+"""Turns an estimate into what the page shows: units, shares, chart segments, verdicts, levers.
+
+Functions of the estimator's result and plain values; no queries and no request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.utils.translation import gettext_lazy as _
+
+from calculator.estimator import EstimateRequest, EstimateResult, estimate
+from calculator.models import GpuSpec
+
+GIB = 1 << 30
+
+COMPONENTS = [
+    ("weights", _("Weights"), "#3b6fd8"),
+    ("quantization_overhead", _("Quantization scales"), "#7c9be6"),
+    ("master_weights", _("FP32 master weights"), "#1f3f8f"),
+    ("adapters", _("LoRA adapters"), "#52a3a8"),
+    ("kv_cache", _("KV cache"), "#e0a030"),
+    ("activations", _("Activations"), "#d9534f"),
+    ("logits", _("Logits and loss"), "#b15fc9"),
+    ("gradients", _("Gradients"), "#4cae4c"),
+    ("optimizer_states", _("Optimizer states"), "#2d7d2d"),
+    ("cuda_context", _("CUDA context"), "#8a8a8a"),
+    ("allocator_reserve", _("Allocator reserve"), "#bdbdbd"),
+]
+
+EXPLANATIONS = {
+    "weights": _(
+        "Parameters × bytes per parameter at the chosen precision (quantized: packed bits)."
+    ),
+    "quantization_overhead": _(
+        "Per-group scales and zero points that quantized formats store beside the packed weights."
+    ),
+    "master_weights": _(
+        "Mixed precision keeps an FP32 copy of every weight for the optimizer update."
+    ),
+    "adapters": _(
+        "LoRA's trained matrices A and B: rank × (inputs + outputs) per adapted layer, in FP32."
+    ),
+    "kv_cache": _("2 (keys and values) × batch × tokens × layers × KV heads × head size × bytes."),
+    "activations": _(
+        "Tensors the backward pass needs (training) or the largest working set of one layer (inference)."
+    ),
+    "logits": _("Batch × tokens × vocabulary scores, upcast to FP32 for the loss in training."),
+    "gradients": _("One gradient per trained parameter, in the parameters' dtype."),
+    "optimizer_states": _("Optimizer moments per trained parameter, plus the step's temporaries."),
+    "cuda_context": _("What CUDA, cuBLAS and kernels take before any tensor exists."),
+    "allocator_reserve": _("PyTorch's caching allocator keeps freed blocks and rounds sizes up."),
+}
+
+
+def gib(value: int) -> float:
+    return value / GIB
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    label: str
+    color: str
+    bytes: int
+    gib: float
+    share: float
+    explanation: str
+
+
+def breakdown_rows(result: EstimateResult) -> list[Row]:
+    values = result.breakdown.model_dump()
+    total = result.total_bytes or 1
+    return [
+        Row(
+            key,
+            str(label),
+            color,
+            values[key],
+            gib(values[key]),
+            100 * values[key] / total,
+            str(EXPLANATIONS[key]),
+        )
+        for key, label, color in COMPONENTS
+        if values.get(key)
+    ]
+
+
+@dataclass(frozen=True)
+class Segment:
+    label: str
+    color: str
+    x: float
+    width: float
+    gib: float
+
+
+def chart_segments(rows: list[Row], scale_bytes: int, width: float = 1000.0) -> list[Segment]:
+    """Horizontal stacked bar: each component's share of ``scale_bytes`` as SVG x/width."""
+    segments = []
+    x = 0.0
+    for row in rows:
+        w = width * row.bytes / scale_bytes if scale_bytes else 0.0
+        segments.append(Segment(row.label, row.color, x, w, row.gib))
+        x += w
+    return segments
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fits: bool
+    usable_gib: float
+    nominal_gib: float
+    headroom_percent: float
+    shortfall_gib: float
+
+
+def verdict(total_bytes: int, usable_bytes: int, nominal_bytes: int) -> Verdict:
+    fits = total_bytes <= usable_bytes
+    headroom = 100 * (usable_bytes - total_bytes) / usable_bytes if usable_bytes else 0.0
+    return Verdict(
+        fits,
+        gib(usable_bytes),
+        gib(nominal_bytes),
+        headroom,
+        gib(max(0, total_bytes - usable_bytes)),
+    )
+
+
+@lru_cache(maxsize=4096)
+def _estimate_cached(request_json: str) -> EstimateResult:
+    return estimate(EstimateRequest.model_validate_json(request_json))
+
+
+def cached_estimate(request: EstimateRequest) -> EstimateResult:
+    """Identical requests (the same permalink) are computed once per process."""
+    return _estimate_cached(request.model_dump_json())
+
+
+def with_changes(request: EstimateRequest, **changes: object) -> EstimateRequest:
+    return EstimateRequest.model_validate({**request.model_dump(), **changes})
+
+
+SHARDING_STEPS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def sharded_totals(request: EstimateRequest) -> dict[int, int]:
+    """Per-GPU total when the job is spread over n GPUs: tensor parallel for inference, ZeRO-3
+    for training (the usual way to fit a model that is too big for one card)."""
+    totals = {}
+    for n in SHARDING_STEPS:
+        if request.mode == "inference":
+            changed = with_changes(request, num_gpus=n, tensor_parallel=n, zero_stage=0)
+        else:
+            changed = with_changes(
+                request,
+                num_gpus=n,
+                tensor_parallel=1,
+                zero_stage=3 if n > 1 else request.zero_stage,
+            )
+        try:
+            totals[n] = cached_estimate(changed).total_bytes
+        except ValueError:
+            continue
+    return totals
+
+
+def largest_fitting(
+    request: EstimateRequest, field: str, usable_bytes: int, upper: int
+) -> int | None:
+    """The largest value of an integer field (batch, context) that still fits: a monotone search."""
+
+    def fits(value: int) -> bool:
+        return cached_estimate(with_changes(request, **{field: value})).total_bytes <= usable_bytes
+
+    if not fits(1):
+        return None
+    low, high = 1, 2
+    while high <= upper and fits(high):
+        low, high = high, high * 2
+    high = min(high, upper + 1)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+PRECISION_ORDER = ("fp32", "bf16", "fp8", "int8", "int4", "int2")
+
+
+def highest_fitting_precision(request: EstimateRequest, usable_bytes: int) -> str | None:
+    """The most precise weight format that fits (inference and LoRA accept them all)."""
+    allowed = PRECISION_ORDER if request.mode in {"inference", "lora"} else ("fp32", "bf16")
+    for precision in allowed:
+        try:
+            changed = with_changes(request, precision=precision, mixed_precision=False)
+        except ValueError:
+            continue
+        if cached_estimate(changed).total_bytes <= usable_bytes:
+            return precision
+    return None
+
+
+@dataclass(frozen=True)
+class GpuFit:
+    gpu: GpuSpec
+    count: int | None
+    per_gpu_gib: float | None
+
+
+def gpu_fits(gpus: list[GpuSpec], totals: dict[int, int]) -> list[GpuFit]:
+    """Each GPU with the fewest of it that hold the job; fitting ones first, smallest first."""
+    fits = []
+    for gpu in gpus:
+        needed = next((n for n, total in sorted(totals.items()) if total <= gpu.usable_bytes), None)
+        fits.append(GpuFit(gpu, needed, gib(totals[needed]) if needed else None))
+    return sorted(
+        fits, key=lambda fit: (fit.count or 10**6, float(fit.gpu.memory_gb), fit.gpu.name)
+    )

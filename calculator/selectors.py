@@ -1,0 +1,61 @@
+"""Reads: catalogue look-ups the views and the API share."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from calculator.models import GpuSpec, ModelAlias, ModelPreset, alias_key
+
+
+@dataclass(frozen=True)
+class PresetMatch:
+    preset: ModelPreset | None
+    suggestions: list[ModelPreset]
+
+
+def preset_resolve(*, text: str) -> PresetMatch:
+    """Find the preset a typed name means; when none matches exactly, the closest names.
+
+    An exact alias key wins; otherwise a single preset whose key starts with the typed key (so
+    'mixtral' finds Mixtral 8x7B when it is the only Mixtral); otherwise no guess, only
+    suggestions ranked by similarity.
+    """
+    key = alias_key(text)
+    if not key:
+        return PresetMatch(None, [])
+    exact = ModelAlias.objects.filter(key=key, preset__active=True).select_related("preset").first()
+    if exact is not None:
+        return PresetMatch(exact.preset, [])
+    prefixed = list(
+        ModelPreset.objects.filter(active=True, aliases__key__startswith=key).distinct()[:10]
+    )
+    if len(prefixed) == 1:
+        return PresetMatch(prefixed[0], [])
+    return PresetMatch(None, preset_suggest(text=text, limit=6) if not prefixed else prefixed[:6])
+
+
+def preset_suggest(*, text: str, limit: int = 8) -> list[ModelPreset]:
+    """Presets whose aliases contain or resemble what was typed, best first."""
+    key = alias_key(text)
+    if not key:
+        return []
+    rows = list(ModelAlias.objects.filter(preset__active=True).values_list("key", "preset_id"))
+    scores: dict[int, float] = {}
+    for alias, preset_id in rows:
+        if key in alias:
+            score = 2.0 + len(key) / len(alias)
+        else:
+            score = difflib.SequenceMatcher(None, key, alias).ratio()
+            if score < 0.6:
+                continue
+        scores[preset_id] = max(scores.get(preset_id, 0.0), score)
+    best = sorted(scores, key=lambda pid: -scores[pid])[:limit]
+    presets = ModelPreset.objects.in_bulk(best)
+    return [presets[pid] for pid in best if pid in presets]
+
+
+def gpu_list() -> QuerySet[GpuSpec]:
+    return GpuSpec.objects.filter(active=True).order_by("-memory_gb", "name")

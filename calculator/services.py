@@ -1,0 +1,223 @@
+"""Writes: seeding the catalogue from ``presets/``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from calculator.estimator import Architecture, ConfigError
+from calculator.models import alias_key
+
+PRESETS_DIR = Path(settings.BASE_DIR) / "presets"
+
+PRESET_FIELDS = (
+    "display_name",
+    "family",
+    "hf_repo",
+    "config",
+    "release_date",
+    "license",
+    "native_precision",
+    "quantization",
+    "official_params",
+    "source",
+    "note",
+    "active",
+)
+GPU_FIELDS = (
+    "name",
+    "vendor",
+    "memory_gb",
+    "usable_memory_bytes",
+    "memory_type",
+    "bandwidth_gb_s",
+    "bf16_tflops_dense",
+    "fp16_tflops_dense",
+    "fp8_support",
+    "form_factor",
+    "unified_memory",
+    "unified_usable_fraction",
+    "release_year",
+    "source",
+    "notes",
+    "active",
+)
+
+
+@dataclass
+class LoadReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    kept_edited: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self, what: str) -> str:
+        line = (
+            f"{what}: {len(self.created)} created, {len(self.updated)} updated, "
+            f"{len(self.unchanged)} unchanged, {len(self.kept_edited)} kept (edited by an admin)"
+        )
+        if self.kept_edited:
+            line += ": " + ", ".join(self.kept_edited)
+        return line
+
+
+def _normalise(value: Any) -> Any:
+    """Numbers compare by value (the database may return 3350.0 for a seeded 3350)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, dict):
+        return {key: _normalise(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalise(item) for item in value]
+    return str(value)
+
+
+def fingerprint(values: dict[str, Any]) -> str:
+    """A stable hash of the seeded values; a row whose hash no longer matches was edited."""
+    text = json.dumps(_normalise(values), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _preset_values(entry: dict[str, Any], family: str) -> dict[str, Any]:
+    sources = [entry.get("config_source"), entry.get("official_params_source")]
+    return {
+        "display_name": entry["display_name"],
+        "family": family,
+        "hf_repo": entry.get("hf_repo") or "",
+        "config": entry["config"],
+        "release_date": entry.get("release_date") or None,
+        "license": entry.get("license") or "",
+        "native_precision": entry.get("native_precision") or "bf16",
+        "quantization": entry.get("quantization") or "",
+        "official_params": entry.get("official_params") or "",
+        "source": "\n".join(str(s) for s in sources if s),
+        "note": entry.get("note") or "",
+        "active": bool(entry.get("active", True)),
+    }
+
+
+def _row_values(row: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    values = {name: getattr(row, name) for name in fields}
+    for name in ("release_date",):
+        if name in values and values[name] is not None:
+            values[name] = str(values[name])
+    if "memory_gb" in values:
+        values["memory_gb"] = float(values["memory_gb"])
+    return values
+
+
+def _seed_aliases(entry: dict[str, Any]) -> list[str]:
+    names = [
+        entry["slug"],
+        entry["display_name"],
+        entry.get("hf_repo") or "",
+        *entry.get("aliases", []),
+    ]
+    return [name for name in dict.fromkeys(names) if name and alias_key(name)]
+
+
+def catalogue_load_presets(
+    *, preset_model: Any, alias_model: Any, directory: Path | None = None
+) -> LoadReport:
+    """Add new presets, update ones nobody edited, never touch a row an admin has changed.
+
+    A row counts as edited when the hash of its seeded fields no longer equals the fingerprint
+    the loader stored when it last wrote them (``seed_fingerprint``). Model classes are passed in
+    so the data migration can use its historical models.
+    """
+    report = LoadReport()
+    for path in sorted((directory or PRESETS_DIR / "models").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for entry in data["presets"]:
+            try:
+                arch = Architecture.from_hf_config(entry["config"])
+            except (ConfigError, ValueError) as error:
+                report.problems.append(f"{entry.get('slug')}: {error}")
+                continue
+            values = _preset_values(entry, data["family"])
+            _upsert(
+                preset_model,
+                entry["slug"],
+                values,
+                PRESET_FIELDS,
+                report,
+                extra=_arch_fields(arch),
+                aliases=(alias_model, _seed_aliases(entry)),
+            )
+    return report
+
+
+def _arch_fields(arch: Architecture) -> dict[str, Any]:
+    return {
+        "params_total": arch.params_total,
+        "num_layers": arch.num_layers,
+        "num_kv_heads": arch.num_kv_heads,
+        "max_context": arch.max_position_embeddings,
+    }
+
+
+def catalogue_load_gpus(*, gpu_model: Any, path: Path | None = None) -> LoadReport:
+    report = LoadReport()
+    data = json.loads((path or PRESETS_DIR / "gpus.json").read_text(encoding="utf-8"))
+    for entry in data["gpus"]:
+        values = {name: entry.get(name) for name in GPU_FIELDS}
+        values["source"] = entry.get("source") or ""
+        values["notes"] = entry.get("notes") or ""
+        values["memory_type"] = entry.get("memory_type") or ""
+        values["form_factor"] = entry.get("form_factor") or ""
+        values["fp8_support"] = bool(entry.get("fp8_support"))
+        values["unified_memory"] = bool(entry.get("unified_memory"))
+        values["active"] = bool(entry.get("active", True))
+        values["memory_gb"] = float(entry["memory_gb"])
+        _upsert(gpu_model, entry["slug"], values, GPU_FIELDS, report)
+    return report
+
+
+@transaction.atomic
+def _upsert(
+    model: Any,
+    slug: str,
+    values: dict[str, Any],
+    fields: tuple[str, ...],
+    report: LoadReport,
+    *,
+    extra: dict[str, Any] | None = None,
+    aliases: tuple[Any, list[str]] | None = None,
+) -> None:
+    seed_hash = fingerprint(values)
+    row = model.objects.filter(slug=slug).first()
+    if row is None:
+        row = model(slug=slug, seed_fingerprint=seed_hash, **values, **(extra or {}))
+        row.save()
+        report.created.append(slug)
+    else:
+        current = fingerprint(_row_values(row, fields))
+        if current != row.seed_fingerprint:
+            report.kept_edited.append(slug)
+            return
+        if current == seed_hash:
+            report.unchanged.append(slug)
+        else:
+            for name, value in {**values, **(extra or {})}.items():
+                setattr(row, name, value)
+            row.seed_fingerprint = seed_hash
+            row.save()
+            report.updated.append(slug)
+    if aliases is not None:
+        alias_model, names = aliases
+        for name in names:
+            key = alias_key(name)
+            existing = alias_model.objects.filter(key=key).first()
+            if existing is None:
+                alias_model.objects.create(preset=row, alias=name, key=key)
+            elif existing.preset_id != row.pk:
+                report.problems.append(f"{slug}: alias {name!r} already belongs to another preset")

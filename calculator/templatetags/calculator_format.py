@@ -1,0 +1,43 @@
+"""Formatting at the edge: bytes become GiB/GB here and nowhere else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.forms import BoundField, Form
+from django.http import QueryDict
+from django.utils.formats import number_format
+
+register = template.Library()
+
+
+@register.filter
+def gib(value: int) -> str:
+    """Bytes as GiB (2³⁰), two decimals, in the active locale's number format."""
+    return number_format(value / (1 << 30), 2, use_l10n=True, force_grouping=True)
+
+
+@register.filter
+def gb(value: int) -> str:
+    """Bytes as GB (10⁹), two decimals, in the active locale's number format."""
+    return number_format(value / 1e9, 2, use_l10n=True, force_grouping=True)
+
+
+@register.filter
+def billions(value: int) -> str:
+    return number_format(value / 1e9, 2 if value < 1e11 else 1, use_l10n=True, force_grouping=True)
+
+
+@register.filter
+def field(form: Form, name: str) -> BoundField:
+    return form[name]
+
+
+@register.simple_tag
+def query_with(query: QueryDict, **changes: Any) -> str:
+    """The current query string with some values replaced (for lever and suggestion links)."""
+    updated = query.copy()
+    for key, value in changes.items():
+        updated[key] = str(value)
+    return updated.urlencode()

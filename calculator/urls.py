@@ -1,0 +1,9 @@
+from django.urls import path
+
+from calculator import views
+
+app_name = "calculator"
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("suggest", views.suggest, name="suggest"),
+]

@@ -1,0 +1,14 @@
+from django.conf.urls.i18n import i18n_patterns
+from django.contrib import admin
+from django.urls import URLPattern, URLResolver, include, path
+
+from calculator import views
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("healthz", views.healthz, name="healthz"),
+]
+urlpatterns += i18n_patterns(
+    path("", include("calculator.urls")),
+    path("admin/", admin.site.urls),
+    prefix_default_language=False,
+)

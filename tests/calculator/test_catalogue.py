@@ -1,0 +1,83 @@
+"""The seeded catalogue, the loader's never-overwrite rule, and alias resolution."""
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from calculator.models import GpuSpec, ModelAlias, ModelPreset, alias_key
+from calculator.selectors import preset_resolve
+from calculator.services import catalogue_load_presets
+
+pytestmark = pytest.mark.django_db
+
+
+def test_migrations_seed_the_catalogue():
+    # Floors from the catalogue issue: at least 80 presets and 35 GPUs.
+    assert ModelPreset.objects.count() >= 80
+    assert GpuSpec.objects.count() >= 35
+
+
+def test_loader_reports_unchanged_rows_on_a_second_run():
+    out = io.StringIO()
+    call_command("load_presets", stdout=out)
+    assert "0 created, 0 updated" in out.getvalue()
+
+
+def test_loader_never_overwrites_an_admin_edit():
+    preset = ModelPreset.objects.get(slug="llama-3.1-8b")
+    preset.note = "Checked by an admin"
+    preset.save()
+    out = io.StringIO()
+    call_command("load_presets", stdout=out)
+    preset.refresh_from_db()
+    assert preset.note == "Checked by an admin"
+    assert "kept (edited by an admin): llama-3.1-8b" in out.getvalue()
+
+
+def test_loader_updates_rows_nobody_edited(tmp_path):
+    seeded = ModelPreset.objects.get(slug="gpt2")
+    entry = {
+        "slug": "gpt2",
+        "display_name": "GPT-2 (renamed upstream)",
+        "config": seeded.config,
+        "aliases": [],
+    }
+    (tmp_path / "gpt2.json").write_text(json.dumps({"family": "GPT-2", "presets": [entry]}))
+    report = catalogue_load_presets(preset_model=ModelPreset, alias_model=ModelAlias, directory=tmp_path)
+    assert report.updated == ["gpt2"]
+    assert ModelPreset.objects.get(slug="gpt2").display_name == "GPT-2 (renamed upstream)"
+
+
+@pytest.mark.parametrize(
+    ("typed", "slug"),
+    [
+        ("qwen2-7B", "qwen2-7b"),
+        ("Qwen/Qwen2-7B-Instruct", "qwen2-7b"),
+        ("Llama 3.1 8B", "llama-3.1-8b"),
+        ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+        ("LLAMA_3.1_8b", "llama-3.1-8b"),
+    ],
+)
+def test_alias_resolution_ignores_case_separators_suffixes_and_org(typed, slug):
+    match = preset_resolve(text=typed)
+    assert match.preset is not None
+    assert match.preset.slug == slug
+
+
+def test_ambiguous_input_is_not_guessed():
+    # "llama" prefixes many presets: no silent pick, only suggestions.
+    match = preset_resolve(text="llama")
+    assert match.preset is None
+    assert len(match.suggestions) > 1
+
+
+def test_unknown_name_gets_closest_matches():
+    match = preset_resolve(text="qwen2-7c")
+    assert match.preset is None
+    assert any(p.slug.startswith("qwen2") for p in match.suggestions)
+
+
+def test_alias_key_normalisation():
+    assert alias_key("Qwen/Qwen2-7B-Instruct") == alias_key("qwen2 7b") == "qwen27b"
