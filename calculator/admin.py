@@ -1,6 +1,22 @@
-from django.contrib import admin
+from __future__ import annotations
 
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.text import slugify
+from django.utils.translation import gettext_lazy as _
+
+from calculator.estimator import Architecture, ConfigError
 from calculator.models import GpuSpec, ModelAlias, ModelPreset
+
+IMPORT_SESSION_KEY = "calculator_preset_import"
+MAX_IMPORT_BYTES = 512 * 1024
 
 
 class ModelAliasInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -8,24 +24,185 @@ class ModelAliasInline(admin.TabularInline):  # type: ignore[type-arg]
     extra = 1
 
 
+class SizeBandFilter(admin.SimpleListFilter):
+    title = _("size")
+    parameter_name = "size"
+    BANDS = {
+        "xs": (0, 3e9, _("under 3B")),
+        "s": (3e9, 10e9, _("3B–10B")),
+        "m": (10e9, 40e9, _("10B–40B")),
+        "l": (40e9, 100e9, _("40B–100B")),
+        "xl": (100e9, 1e15, _("100B and more")),
+    }
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [(key, label) for key, (_lo, _hi, label) in self.BANDS.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        band = self.BANDS.get(self.value() or "")
+        if band is None:
+            return queryset
+        return queryset.filter(params_total__gte=band[0], params_total__lt=band[1])
+
+
+class ConfigImportForm(forms.Form):
+    config_text = forms.CharField(
+        label=_("Paste config.json"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 18, "cols": 90, "spellcheck": "false"}),
+    )
+    config_file = forms.FileField(label=_("or upload it"), required=False)
+    hf_repo = forms.CharField(
+        label=_("Hugging Face repo id (optional)"), required=False, max_length=200
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        upload = cleaned.get("config_file")
+        text = cleaned.get("config_text") or ""
+        if upload is not None:
+            if upload.size > MAX_IMPORT_BYTES:
+                raise forms.ValidationError(_("The file is too large for a config.json."))
+            text = upload.read().decode("utf-8", errors="replace")
+        if not text.strip():
+            raise forms.ValidationError(_("Paste a config.json or upload one."))
+        try:
+            config = json.loads(text)
+        except ValueError as error:
+            raise forms.ValidationError(
+                _("This is not valid JSON: %(e)s") % {"e": error}
+            ) from error
+        if not isinstance(config, dict):
+            raise forms.ValidationError(_("A config.json is a JSON object ({…})."))
+        try:
+            arch = Architecture.from_hf_config(config)
+        except (ConfigError, ValueError) as error:
+            raise forms.ValidationError(
+                _("The estimator cannot use this config: %(e)s") % {"e": error}
+            ) from error
+        cleaned["config"] = config
+        cleaned["architecture"] = arch
+        return cleaned
+
+
+def suggested_preset(config: dict[str, Any], arch: Architecture, hf_repo: str) -> dict[str, Any]:
+    """Name, slug and aliases an admin probably wants for an imported config."""
+    repo = hf_repo or str(config.get("_name_or_path") or "")
+    base = repo.split("/")[-1] if repo else f"{arch.model_type} {arch.params_total / 1e9:.1f}B"
+    name = base.replace("-", " ").replace("_", " ")
+    aliases = [alias for alias in dict.fromkeys([repo, base.lower()]) if alias]
+    family = str(config.get("model_type") or arch.model_type).replace("_", " ").title()
+    return {
+        "display_name": name,
+        "slug": slugify(base.replace(".", "-")).replace("--", "-")[:100] or "imported-model",
+        "hf_repo": repo if "/" in repo else "",
+        "family": family,
+        "native_precision": str(config.get("torch_dtype") or config.get("dtype") or "bf16")
+        .replace("bfloat16", "bf16")
+        .replace("float16", "fp16")
+        .replace("float32", "fp32"),
+        "config": json.dumps(config, indent=2),
+        "aliases": aliases,
+    }
+
+
 @admin.register(ModelPreset)
 class ModelPresetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = (
         "display_name",
         "family",
-        "params_total",
+        "params_billion_display",
         "num_layers",
         "num_kv_heads",
         "max_context",
+        "bf16_memory_display",
         "active",
     )
-    list_filter = ("family", "active")
+    list_filter = ("family", SizeBandFilter, "quantization", "active")
     search_fields = ("display_name", "slug", "hf_repo", "aliases__alias")
+    readonly_fields = ("params_total", "num_layers", "num_kv_heads", "max_context", "updated_at")
     inlines = [ModelAliasInline]
+    change_list_template = "admin/calculator/modelpreset/change_list.html"
+
+    @admin.display(description=_("parameters (B)"), ordering="params_total")
+    def params_billion_display(self, obj: ModelPreset) -> str:
+        return f"{obj.params_total / 1e9:,.2f}"
+
+    @admin.display(description=_("weights at BF16 (GiB)"), ordering="params_total")
+    def bf16_memory_display(self, obj: ModelPreset) -> str:
+        return f"{obj.params_total * 2 / (1 << 30):,.1f}"
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[ModelPreset], search_term: str
+    ) -> tuple[QuerySet[ModelPreset], bool]:
+        results, _duplicates = super().get_search_results(request, queryset, search_term)
+        return results.distinct(), False
+
+    def get_urls(self) -> list[URLPattern]:
+        custom = [
+            path(
+                "import-config/",
+                self.admin_site.admin_view(self.import_config_view),
+                name="calculator_modelpreset_import",
+            )
+        ]
+        return custom + super().get_urls()
+
+    def import_config_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_add_permission(request):
+            return HttpResponseRedirect(reverse("admin:index"))
+        form = ConfigImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            request.session[IMPORT_SESSION_KEY] = suggested_preset(
+                form.cleaned_data["config"],
+                form.cleaned_data["architecture"],
+                form.cleaned_data.get("hf_repo") or "",
+            )
+            return HttpResponseRedirect(reverse("admin:calculator_modelpreset_add") + "?imported=1")
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "title": _("Import a model preset from config.json"),
+        }
+        return TemplateResponse(request, "admin/calculator/modelpreset/import.html", context)
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        initial = dict(super().get_changeform_initial_data(request))
+        if request.GET.get("imported") and IMPORT_SESSION_KEY in request.session:
+            imported = dict(request.session[IMPORT_SESSION_KEY])
+            imported.pop("aliases", None)
+            initial.update(imported)
+        return initial
+
+    def get_formset_kwargs(
+        self, request: HttpRequest, obj: Any, inline: Any, prefix: str
+    ) -> dict[str, Any]:
+        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
+        imported = request.session.get(IMPORT_SESSION_KEY) if request.GET.get("imported") else None
+        if imported and request.method == "GET" and isinstance(inline, ModelAliasInline):
+            kwargs["initial"] = [{"alias": alias} for alias in imported.get("aliases", [])]
+        return kwargs
+
+    def get_formsets_with_inlines(self, request: HttpRequest, obj: Any = None) -> Any:
+        imported = request.session.get(IMPORT_SESSION_KEY) if request.GET.get("imported") else None
+        for formset, inline in super().get_formsets_with_inlines(request, obj):
+            if imported and isinstance(inline, ModelAliasInline):
+                formset.extra = max(1, len(imported.get("aliases", [])))
+            yield formset, inline
 
 
 @admin.register(GpuSpec)
 class GpuSpecAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ("name", "vendor", "memory_gb", "bandwidth_gb_s", "bf16_tflops_dense", "active")
-    list_filter = ("vendor", "form_factor", "active")
+    list_display = (
+        "name",
+        "vendor",
+        "memory_gb",
+        "usable_memory_bytes",
+        "bandwidth_gb_s",
+        "bf16_tflops_dense",
+        "fp8_support",
+        "active",
+    )
+    list_filter = ("vendor", "form_factor", "unified_memory", "fp8_support", "active")
     search_fields = ("name", "slug")

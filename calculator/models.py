@@ -103,10 +103,13 @@ class ModelPreset(models.Model):
 class ModelAlias(models.Model):
     preset = models.ForeignKey(ModelPreset, on_delete=models.CASCADE, related_name="aliases")
     alias = models.CharField(_("alias"), max_length=200)
-    key = models.CharField(max_length=200, unique=True, editable=False)
+    key = models.CharField(max_length=200, db_index=True, editable=False)
 
     class Meta:
         ordering = ["alias"]
+        constraints = [
+            models.UniqueConstraint(fields=["preset", "alias"], name="unique_alias_per_preset")
+        ]
         verbose_name = _("alias")
         verbose_name_plural = _("aliases")
 

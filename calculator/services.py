@@ -216,8 +216,7 @@ def _upsert(
         alias_model, names = aliases
         for name in names:
             key = alias_key(name)
-            existing = alias_model.objects.filter(key=key).first()
-            if existing is None:
-                alias_model.objects.create(preset=row, alias=name, key=key)
-            elif existing.preset_id != row.pk:
+            if alias_model.objects.filter(key=key).exclude(preset_id=row.pk).exists():
                 report.problems.append(f"{slug}: alias {name!r} already belongs to another preset")
+            elif not alias_model.objects.filter(preset_id=row.pk, alias=name).exists():
+                alias_model.objects.create(preset=row, alias=name, key=key)

@@ -45,7 +45,9 @@ def test_loader_updates_rows_nobody_edited(tmp_path):
         "aliases": [],
     }
     (tmp_path / "gpt2.json").write_text(json.dumps({"family": "GPT-2", "presets": [entry]}))
-    report = catalogue_load_presets(preset_model=ModelPreset, alias_model=ModelAlias, directory=tmp_path)
+    report = catalogue_load_presets(
+        preset_model=ModelPreset, alias_model=ModelAlias, directory=tmp_path
+    )
     assert report.updated == ["gpt2"]
     assert ModelPreset.objects.get(slug="gpt2").display_name == "GPT-2 (renamed upstream)"
 

@@ -19,7 +19,9 @@ def test_estimate_command_prints_a_result_for_one_request(tmp_path):
 
 def test_estimate_command_reads_a_list(tmp_path):
     path = tmp_path / "requests.json"
-    path.write_text(json.dumps([{"model": {"params_billion": 1}}, {"model": {"params_billion": 2}}]))
+    path.write_text(
+        json.dumps([{"model": {"params_billion": 1}}, {"model": {"params_billion": 2}}])
+    )
     out = io.StringIO()
     call_command("estimate", "--json", str(path), stdout=out)
     assert len(json.loads(out.getvalue())) == 2

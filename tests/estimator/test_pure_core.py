@@ -16,5 +16,7 @@ def test_no_module_in_the_estimator_imports_django():
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
-            offenders += [f"{path.name}: {name}" for name in names if name.split(".")[0] == "django"]
+            offenders += [
+                f"{path.name}: {name}" for name in names if name.split(".")[0] == "django"
+            ]
     assert offenders == []
