@@ -112,7 +112,9 @@ def _int(
 
 
 class CalculatorForm(forms.Form):
-    source = forms.ChoiceField(label=_("Model from"), choices=SOURCE_CHOICES, required=False)
+    source = forms.ChoiceField(
+        label=_("Model from"), choices=SOURCE_CHOICES, required=False, widget=forms.RadioSelect
+    )
     model = forms.CharField(
         label=_("Model"),
         max_length=200,

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import secrets
 from decimal import Decimal
 from typing import Any
 
@@ -199,3 +202,37 @@ class GpuSpec(models.Model):
     @property
     def nominal_bytes(self) -> int:
         return int(Decimal(self.memory_gb) * (1 << 30))
+
+
+def new_saved_id() -> str:
+    """22 URL-safe characters from 128 random bits: unguessable, short enough to share."""
+    return secrets.token_urlsafe(16)
+
+
+class SavedResult(models.Model):
+    """A frozen snapshot behind a shared link: the request with its resolved architecture, the
+    result as computed then, and the GPU it was checked against."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_saved_id, editable=False)
+    query = models.TextField(_("permalink query"))
+    request_json = models.JSONField()
+    result_json = models.JSONField()
+    preset = models.ForeignKey(ModelPreset, null=True, blank=True, on_delete=models.SET_NULL)
+    preset_name = models.CharField(max_length=200, blank=True)
+    preset_config_hash = models.CharField(max_length=64, blank=True)
+    gpu_name = models.CharField(max_length=200, blank=True)
+    gpu_usable_bytes = models.BigIntegerField(null=True, blank=True)
+    gpu_nominal_bytes = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = _("saved result")
+        verbose_name_plural = _("saved results")
+
+    def __str__(self) -> str:
+        return self.id
+
+
+def config_hash(config: Any) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()

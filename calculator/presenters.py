@@ -221,3 +221,30 @@ def gpu_fits(gpus: list[GpuSpec], totals: dict[int, int]) -> list[GpuFit]:
     return sorted(
         fits, key=lambda fit: (fit.count or 10**6, float(fit.gpu.memory_gb), fit.gpu.name)
     )
+
+
+def markdown(
+    result: EstimateResult,
+    rows: list[Row],
+    *,
+    title: str,
+    gpu_name: str | None,
+    verdict: Verdict | None,
+    link: str,
+) -> str:
+    """A Markdown summary to paste into an issue or a notebook."""
+    lines = [
+        f"### {title}: {gib(result.total_bytes):.2f} GiB per GPU",
+        "",
+        f"| {_('Component')} | GiB | % |",
+        "|---|---:|---:|",
+        *[f"| {row.label} | {row.gib:.2f} | {row.share:.1f} |" for row in rows],
+        f"| **{_('Total')}** | **{gib(result.total_bytes):.2f}** | 100 |",
+        "",
+        f"{_('Peak allocated')}: {gib(result.peak_allocated_bytes):.2f} GiB ({result.peak_phase}).",
+    ]
+    if verdict is not None and gpu_name:
+        state = _("fits") if verdict.fits else _("does not fit")
+        lines.append(f"{gpu_name}: {state} ({verdict.usable_gib:.2f} GiB usable).")
+    lines += ["", link, ""]
+    return "\n".join(lines)

@@ -11,8 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from calculator.estimator import Architecture, ConfigError
-from calculator.models import alias_key
+from calculator.estimator import Architecture, ConfigError, EstimateRequest, EstimateResult
+from calculator.models import GpuSpec, ModelPreset, SavedResult, alias_key, config_hash
 
 PRESETS_DIR = Path(settings.BASE_DIR) / "presets"
 
@@ -220,3 +220,25 @@ def _upsert(
                 report.problems.append(f"{slug}: alias {name!r} already belongs to another preset")
             elif not alias_model.objects.filter(preset_id=row.pk, alias=name).exists():
                 alias_model.objects.create(preset=row, alias=name, key=key)
+
+
+def saved_result_create(
+    *,
+    query: str,
+    request: EstimateRequest,
+    result: EstimateResult,
+    preset: ModelPreset | None,
+    gpu: GpuSpec | None,
+) -> SavedResult:
+    """Freeze a result behind an unguessable short id; later edits cannot change what it shows."""
+    return SavedResult.objects.create(
+        query=query,
+        request_json=request.model_dump(mode="json"),
+        result_json=result.model_dump(mode="json"),
+        preset=preset,
+        preset_name=preset.display_name if preset else "",
+        preset_config_hash=config_hash(preset.config) if preset else "",
+        gpu_name=gpu.name if gpu else "",
+        gpu_usable_bytes=gpu.usable_bytes if gpu else None,
+        gpu_nominal_bytes=gpu.nominal_bytes if gpu else None,
+    )

@@ -6,4 +6,6 @@ app_name = "calculator"
 urlpatterns = [
     path("", views.index, name="index"),
     path("suggest", views.suggest, name="suggest"),
+    path("r/", views.save_result, name="save"),
+    path("r/<str:saved_id>", views.saved, name="saved"),
 ]

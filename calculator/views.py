@@ -4,10 +4,16 @@ from typing import Any
 
 from django.db import connection
 from django.db.utils import DatabaseError
-from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
-from django.shortcuts import render
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+    QueryDict,
+)
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError as PydanticValidationError
@@ -20,8 +26,11 @@ from calculator.forms import (
     attach_estimator_error,
     custom_model_payload,
 )
-from calculator.models import GpuSpec
+from calculator.models import GpuSpec, SavedResult, config_hash
 from calculator.selectors import gpu_list, preset_resolve, preset_suggest
+from calculator.services import saved_result_create
+
+MAX_QUERY_CHARS = 16_000
 
 CUSTOM_FIELDS = (
     "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter", "vocab", "experts",
@@ -65,9 +74,16 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"form": form, "gpus": gpu_list(), "custom_fields": CUSTOM_FIELDS}
     if form.is_valid():
         context.update(_calculate(form))
+    export = source.get("format")
+    if export in {"json", "md"} and "result" in context:
+        return _export(request, export, context)
     template = "calculator/index.html"
     if request.htmx and not request.htmx.history_restore_request:
-        template += "#result"
+        response = render(request, template + "#result", context)
+        if "result" not in context:
+            # Keep the last valid result on screen (dimmed); only the field messages change.
+            response["HX-Reswap"] = "none"
+        return response
     return render(request, template, context)
 
 
@@ -101,6 +117,7 @@ def _calculate(form: CalculatorForm) -> dict[str, Any]:
         attach_estimator_error(form, error)
         return context
     gpu = _selected_gpu(form.cleaned_data.get("gpu") or "")
+    context["gpu"] = gpu
     context.update(
         request_obj=estimate_request,
         result=result,
@@ -139,6 +156,79 @@ def _result_context(
     totals = presenters.sharded_totals(estimate_request)
     context["fits"] = presenters.gpu_fits(list(gpu_list()), totals)
     return context
+
+
+def _export(request: HttpRequest, export: str, context: dict[str, Any]) -> HttpResponse:
+    """The result as JSON (the estimator's schema plus the verdict) or as a Markdown table."""
+    result: EstimateResult = context["result"]
+    verdict = context.get("verdict")
+    gpu = context.get("gpu")
+    if export == "json":
+        payload: dict[str, Any] = result.model_dump(mode="json")
+        if verdict is not None and gpu is not None:
+            payload["verdict"] = {
+                "gpu": gpu.slug,
+                "usable_bytes": gpu.usable_bytes,
+                "fits": verdict.fits,
+            }
+        return JsonResponse(payload)
+    preset = context.get("preset")
+    text = presenters.markdown(
+        result,
+        presenters.breakdown_rows(result),
+        title=preset.display_name if preset else _("Custom model"),
+        gpu_name=gpu.name if gpu else None,
+        verdict=verdict,
+        link=request.build_absolute_uri(request.path) + "?" + _permalink_query(request),
+    )
+    return HttpResponse(text, content_type="text/markdown; charset=utf-8")
+
+
+def _permalink_query(request: HttpRequest) -> str:
+    query = request.GET.copy()
+    query.pop("format", None)
+    return query.urlencode()
+
+
+@require_POST
+def save_result(request: HttpRequest) -> HttpResponse:
+    """Store the result of a permalink as a frozen snapshot and show it at /r/<id>."""
+    query = request.POST.get("query", "")[:MAX_QUERY_CHARS]
+    form = CalculatorForm(_form_data(QueryDict(query)))
+    context = _calculate(form) if form.is_valid() else {}
+    if "result" not in context:
+        return HttpResponseBadRequest(_("This result cannot be saved: fix the form first."))
+    saved = saved_result_create(
+        query=query,
+        request=context["request_obj"],
+        result=context["result"],
+        preset=context.get("preset"),
+        gpu=context.get("gpu"),
+    )
+    return redirect("calculator:saved", saved_id=saved.id)
+
+
+@require_GET
+def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
+    snapshot = get_object_or_404(SavedResult, pk=saved_id)
+    result = EstimateResult.model_validate(snapshot.result_json)
+    rows = presenters.breakdown_rows(result)
+    context: dict[str, Any] = {"snapshot": snapshot, "result": result, "rows": rows}
+    scale = result.total_bytes
+    if snapshot.gpu_usable_bytes:
+        scale = max(scale, snapshot.gpu_usable_bytes)
+        context["verdict"] = presenters.verdict(
+            result.total_bytes, snapshot.gpu_usable_bytes, snapshot.gpu_nominal_bytes or 0
+        )
+        context["gpu"] = {"name": snapshot.gpu_name}
+        context["capacity_x"] = 1000.0 * snapshot.gpu_usable_bytes / scale
+    context["segments"] = presenters.chart_segments(rows, scale)
+    preset = snapshot.preset
+    context["preset"] = {"display_name": snapshot.preset_name} if snapshot.preset_name else None
+    context["preset_changed"] = bool(snapshot.preset_name) and (
+        preset is None or config_hash(preset.config) != snapshot.preset_config_hash
+    )
+    return render(request, "calculator/saved.html", context)
 
 
 @require_GET
