@@ -82,12 +82,20 @@ def architecture_from_custom(model: CustomModel) -> Architecture:
     )
 
 
+def gettext_noop(message: str) -> str:
+    """Marks a message for translation (``makemessages`` extracts it); the web layer translates
+    ``Assumption.template`` and fills in ``params``. The estimator itself stays in English."""
+    return message
+
+
 @dataclass
 class _Notes:
     items: list[Assumption] = field(default_factory=list)
 
-    def add(self, text: str, source: str) -> None:
-        self.items.append(Assumption(text=text, source=source))
+    def add(self, template: str, source: str, **params: str | int | float) -> None:
+        self.items.append(
+            Assumption(text=template % params, template=template, params=params, source=source)
+        )
 
 
 def estimate(request: EstimateRequest) -> EstimateResult:
@@ -101,10 +109,17 @@ def estimate(request: EstimateRequest) -> EstimateResult:
     notes = _Notes()
     if isinstance(request.model, CustomModel):
         notes.add(
-            "Custom model: missing shape fields were filled with Llama-style defaults "
-            f"({arch.num_layers} layers, hidden {arch.hidden_size}, {arch.num_attention_heads} "
-            f"heads, intermediate {arch.intermediate_size}, vocabulary {arch.vocab_size}).",
+            gettext_noop(
+                "Custom model: missing shape fields were filled with Llama-style defaults "
+                "(%(layers)s layers, hidden %(hidden)s, %(heads)s heads, intermediate "
+                "%(inter)s, vocabulary %(vocab)s)."
+            ),
             "Kaplan et al. 2020 (arXiv:2001.08361) §2.1; Touvron et al. 2023 (arXiv:2307.09288) Table 1",
+            layers=arch.num_layers,
+            hidden=arch.hidden_size,
+            heads=arch.num_attention_heads,
+            inter=arch.intermediate_size,
+            vocab=arch.vocab_size,
         )
     if request.mode == "inference":
         return _inference(request, arch, plan, notes)
@@ -130,9 +145,13 @@ def _inference(
     )
     if quantized:
         notes.add(
-            f"Weights: {WEIGHT_FORMATS[precision].label}; embeddings, LM head and norms stay in "
-            f"{compute}; activations computed in {compute}.",
+            gettext_noop(
+                "Weights: %(format)s; embeddings, LM head and norms stay in %(compute)s; "
+                "activations computed in %(compute)s."
+            ),
             WEIGHT_FORMATS[precision].source,
+            format=WEIGHT_FORMATS[precision].label,
+            compute=compute,
         )
     kv_dtype = _kv_precision(request)
     kv = kv_cache_bytes(
@@ -143,20 +162,27 @@ def _inference(
         plan=plan,
     )
     notes.add(
-        f"Prefill of {request.batch_size} × {request.seq_len} tokens in one forward pass; the KV "
-        f"cache ({kv_dtype}) holds every token"
-        + (
-            f", sliding-window layers only the last {arch.sliding_window}"
-            if arch.sliding_layer_count
-            else ""
+        gettext_noop(
+            "Prefill of %(batch)s × %(seq)s tokens in one forward pass; the KV cache (%(dtype)s) "
+            "holds every token."
         )
-        + ".",
+        if not arch.sliding_layer_count
+        else gettext_noop(
+            "Prefill of %(batch)s × %(seq)s tokens in one forward pass; the KV cache (%(dtype)s) "
+            "holds every token, sliding-window layers only the last %(window)s."
+        ),
         "Kwon et al. 2023 (vLLM, arXiv:2309.06180) §3; transformers DynamicCache",
+        batch=request.batch_size,
+        seq=request.seq_len,
+        dtype=kv_dtype,
+        window=arch.sliding_window or 0,
     )
     if arch.attention_kind == "mla":
         notes.add(
-            "MLA cache counted as transformers stores it (decompressed per-head K and V); vLLM and "
-            "SGLang keep only the latent (kv_lora_rank + rope dims), far smaller.",
+            gettext_noop(
+                "MLA cache counted as transformers stores it (decompressed per-head K and V); vLLM and "
+                "SGLang keep only the latent (kv_lora_rank + rope dims), far smaller."
+            ),
             "DeepSeek-V2 (arXiv:2405.04434) §2.1; transformers modeling_deepseek_v3.py",
         )
     setting = act.Setting(
@@ -177,7 +203,10 @@ def _inference(
         layer_peak += p * request.batch_size * request.seq_len**2  # the additive causal mask
     logits = int(request.batch_size * arch.vocab_size * p / plan.tp)
     notes.add(
-        "Logits only for the last position of each sequence (logits_to_keep=1, as generate() does).",
+        gettext_noop(
+            "Logits only for the last position of each sequence (logits_to_keep=1, as generate() "
+            "does)."
+        ),
         "transformers GenerationMixin",
     )
     peak_parts = Breakdown(
@@ -227,8 +256,10 @@ def _training(
         weight_format, other_bytes = "nf4", FP32
         p, residual, autocast = BYTES_PER_ELEMENT[compute_dtype(request.precision)], FP32, True
         notes.add(
-            "QLoRA: base linears in NF4 with double quantization; embeddings, LM head and norms "
-            "upcast to fp32 by prepare_model_for_kbit_training; compute in bf16.",
+            gettext_noop(
+                "QLoRA: base linears in NF4 with double quantization; embeddings, LM head and norms "
+                "upcast to fp32 by prepare_model_for_kbit_training; compute in bf16."
+            ),
             WEIGHT_FORMATS["nf4"].source + "; PEFT prepare_model_for_kbit_training",
         )
     elif lora:
@@ -245,9 +276,12 @@ def _training(
         weight_format, other_bytes = "fp32", FP32
         p, residual, autocast = BYTES_PER_ELEMENT[request.precision], FP32, True
         notes.add(
-            f"Mixed precision: fp32 weights, gradients and optimizer states; forward and backward "
-            f"autocast to {request.precision}, whose weight copies live until backward frees them.",
+            gettext_noop(
+                "Mixed precision: fp32 weights, gradients and optimizer states; forward and "
+                "backward autocast to %(dtype)s, whose weight copies live until backward frees them."
+            ),
             "Micikevicius et al. 2018 (arXiv:1710.03740) §3; torch.autocast docs",
+            dtype=request.precision,
         )
     else:
         weight_format = request.precision
@@ -273,7 +307,7 @@ def _training(
     if plan.dp > 1 and plan.zero_stage == 0:
         gradients *= 2
         notes.add(
-            "Data parallel (DDP): gradient buckets double the gradient memory "
+            gettext_noop("Data parallel (DDP): gradient buckets double the gradient memory "),
             "(gradient_as_bucket_view=False, the default).",
             "PyTorch DistributedDataParallel docs, gradient_as_bucket_view",
         )
@@ -294,9 +328,13 @@ def _training(
         trainable_local * trainable_bytes * profile.step_temp_fraction / plan.optimizer_shards
     )
     notes.add(
-        f"{profile.label} states for {trainable:,} trainable parameters; step temporaries of "
-        "PyTorch's foreach implementation included.",
+        gettext_noop(
+            "%(optimizer)s states for %(trainable)s trainable parameters; step temporaries of "
+            "PyTorch's foreach implementation included."
+        ),
         profile.source,
+        optimizer=profile.label,
+        trainable=f"{trainable:,}",
     )
 
     # --- weights resident during forward/backward ----------------------------------------
@@ -323,8 +361,10 @@ def _training(
             * (p if request.mixed_precision else param_bytes)
         )
         notes.add(
-            "ZeRO-3/FSDP: each GPU holds 1/N of the parameters plus the gathered full parameters of "
-            "the current and the prefetched layer.",
+            gettext_noop(
+                "ZeRO-3/FSDP: each GPU holds 1/N of the parameters plus the gathered full parameters of "
+                "the current and the prefetched layer."
+            ),
             "Rajbhandari et al. 2020 (arXiv:1910.02054) §5.3; PyTorch FSDP docs (forward_prefetch)",
         )
     if plan.zero_stage == 3 and request.mixed_precision and not lora:
@@ -353,8 +393,10 @@ def _training(
         kept = arch.num_layers * act.checkpointed_layer_bytes(arch, setting) + model_level
         recompute = one_layer
         notes.add(
-            "Gradient checkpointing keeps each layer's input and recomputes one layer at a time "
-            "in backward.",
+            gettext_noop(
+                "Gradient checkpointing keeps each layer's input and recomputes one layer at a time "
+                "in backward."
+            ),
             "Chen et al. 2016 (arXiv:1604.06174); transformers gradient_checkpointing_enable()",
         )
     else:
@@ -369,8 +411,10 @@ def _training(
         logits_forward += 2 * tokens * vocab_local * p
         logits_backward += tokens * vocab_local * p
     notes.add(
-        "Loss over every position with logits upcast to fp32 (transformers ForCausalLMLoss); the "
-        "backward of cross-entropy holds three fp32 logit-sized tensors at once.",
+        gettext_noop(
+            "Loss over every position with logits upcast to fp32 (transformers ForCausalLMLoss); the "
+            "backward of cross-entropy holds three fp32 logit-sized tensors at once."
+        ),
         "transformers loss_utils.ForCausalLMLoss; PyTorch log_softmax/nll_loss backward",
     )
 
@@ -427,11 +471,14 @@ def _finish(
     context = cuda_context_bytes()
     reserve = allocator_reserve_bytes(peak, training=training)
     notes.add(
-        f"CUDA context and kernels: {context // (1024 * 1024)} MiB per GPU.", CUDA_CONTEXT_SOURCE
+        gettext_noop("CUDA context and kernels: %(mib)s MiB per GPU."),
+        CUDA_CONTEXT_SOURCE,
+        mib=context // (1024 * 1024),
     )
     notes.add(
-        f"Caching-allocator reserve: {int(100 * reserve / peak) if peak else 0}% of the peak.",
+        gettext_noop("Caching-allocator reserve: %(percent)s%% of the peak."),
         RESERVE_SOURCE,
+        percent=round(100 * reserve / peak) if peak else 0,
     )
     breakdown = peak_parts.model_copy(
         update={"cuda_context": context, "allocator_reserve": reserve}

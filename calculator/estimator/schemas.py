@@ -115,8 +115,10 @@ class EstimateRequest(_Frozen):
 
 
 class Assumption(_Frozen):
-    text: str
-    source: str
+    text: str = Field(description="The assumption, in English.")
+    template: str = Field(description="The same with %(name)s placeholders, for translation.")
+    params: dict[str, str | int | float] = Field(default_factory=dict)
+    source: str = Field(description="Paper, documentation or code the assumption follows.")
 
 
 class Breakdown(_Frozen):

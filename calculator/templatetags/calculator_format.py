@@ -8,6 +8,8 @@ from django import template
 from django.forms import BoundField, Form
 from django.http import QueryDict
 from django.utils.formats import number_format
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 register = template.Library()
 
@@ -41,3 +43,26 @@ def query_with(query: QueryDict, **changes: Any) -> str:
     for key, value in changes.items():
         updated[key] = str(value)
     return updated.urlencode()
+
+
+@register.filter
+def assumption_text(assumption: Any) -> str:
+    """The estimator's English template, translated, with its values filled in."""
+    try:
+        return gettext(assumption.template) % assumption.params
+    except (KeyError, TypeError, ValueError):
+        return str(assumption.text)
+
+
+PHASES = {
+    "prefill forward": _("prefill forward pass"),
+    "forward (loss)": _("forward pass, at the loss"),
+    "backward (start)": _("start of the backward pass"),
+    "backward (end)": _("end of the backward pass"),
+    "optimizer step": _("optimizer step"),
+}
+
+
+@register.filter
+def phase_label(phase: str) -> str:
+    return str(PHASES.get(phase, phase))
