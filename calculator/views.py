@@ -52,7 +52,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-def _form_data(query: QueryDict) -> QueryDict:
+def form_data(query: QueryDict) -> QueryDict:
     """The submitted values over the defaults, so a partial permalink still works."""
     data = QueryDict(mutable=True)
     for key, value in DEFAULTS.items():
@@ -70,7 +70,7 @@ def _form_data(query: QueryDict) -> QueryDict:
 @vary_on_headers("HX-Request")
 def index(request: HtmxHttpRequest) -> HttpResponse:
     source = request.POST if request.method == "POST" else request.GET
-    form = CalculatorForm(_form_data(source))
+    form = CalculatorForm(form_data(source))
     context: dict[str, Any] = {"form": form, "gpus": gpu_list(), "custom_fields": CUSTOM_FIELDS}
     if form.is_valid():
         context.update(_calculate(form))
@@ -194,7 +194,7 @@ def _permalink_query(request: HttpRequest) -> str:
 def save_result(request: HttpRequest) -> HttpResponse:
     """Store the result of a permalink as a frozen snapshot and show it at /r/<id>."""
     query = request.POST.get("query", "")[:MAX_QUERY_CHARS]
-    form = CalculatorForm(_form_data(QueryDict(query)))
+    form = CalculatorForm(form_data(QueryDict(query)))
     context = _calculate(form) if form.is_valid() else {}
     if "result" not in context:
         return HttpResponseBadRequest(_("This result cannot be saved: fix the form first."))

@@ -64,6 +64,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "ninja",
+    "corsheaders",
     "template_partials.apps.SimpleAppConfig",
     "calculator",
 ]
@@ -71,6 +73,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "corsheaders.middleware.CorsMiddleware",
     "calculator.i18n.FirstVisitLanguageMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -170,6 +173,10 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SILENCED_SYSTEM_CHECKS: list[str] = [] if HTTPS else ["security.W004", "security.W008"]
+
+# CORS: off unless origins are listed; only the API answers cross-origin requests.
+CORS_ALLOWED_ORIGINS = env_list("DJANGO_CORS_ALLOWED_ORIGINS")
+CORS_URLS_REGEX = r"^/api/.*$"
 
 # The only request bodies are forms and small JSON documents (a pasted config.json is the
 # largest); refuse anything bigger early.

@@ -3,11 +3,13 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 
 from calculator import views
+from calculator.api import api
 from calculator.i18n import switch_language
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("healthz", views.healthz, name="healthz"),
     path("lang/<str:code>", switch_language, name="switch_language"),
+    path("api/v1/", api.urls),
 ]
 urlpatterns += i18n_patterns(
     path("", include("calculator.urls")),

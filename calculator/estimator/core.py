@@ -307,8 +307,10 @@ def _training(
     if plan.dp > 1 and plan.zero_stage == 0:
         gradients *= 2
         notes.add(
-            gettext_noop("Data parallel (DDP): gradient buckets double the gradient memory "),
-            "(gradient_as_bucket_view=False, the default).",
+            gettext_noop(
+                "Data parallel (DDP): gradient buckets double the gradient memory "
+                "(gradient_as_bucket_view=False, the default)."
+            ),
             "PyTorch DistributedDataParallel docs, gradient_as_bucket_view",
         )
     profile = optimizer_profile(request.optimizer, trainable_bytes)

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 Mode = Literal["inference", "full_finetune", "lora", "qlora", "pretrain"]
 Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "int2"]
@@ -24,7 +32,7 @@ MAX_GPUS = 65_536
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
 class ConfigModel(_Frozen):
@@ -77,8 +85,23 @@ class LoraSettings(_Frozen):
         return value
 
 
+def model_kind(value: Any) -> str:
+    """Which description a ``model`` object is, from its keys (so errors name one schema)."""
+    if isinstance(value, dict):
+        if "config" in value:
+            return "config"
+        return "preset" if "preset" in value else "custom"
+    return {"ConfigModel": "config", "CustomModel": "custom"}.get(type(value).__name__, "preset")
+
+
+ModelSpec = Annotated[
+    Annotated[ConfigModel, Tag("config")] | Annotated[CustomModel, Tag("custom")],
+    Discriminator(model_kind),
+]
+
+
 class EstimateRequest(_Frozen):
-    model: ConfigModel | CustomModel
+    model: ModelSpec
     mode: Mode = "inference"
     precision: Precision = Field(default="bf16", description="Weight precision.")
     mixed_precision: bool = Field(

@@ -49,7 +49,7 @@ def query_with(query: QueryDict, **changes: Any) -> str:
 def assumption_text(assumption: Any) -> str:
     """The estimator's English template, translated, with its values filled in."""
     try:
-        return gettext(assumption.template) % assumption.params
+        return str(gettext(assumption.template) % assumption.params)
     except (KeyError, TypeError, ValueError):
         return str(assumption.text)
 

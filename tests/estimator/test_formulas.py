@@ -136,3 +136,10 @@ def test_more_work_never_needs_less_memory(llama31_8b, field):
         small = run(llama31_8b, mode=mode, **{field: 512})
         large = run(llama31_8b, mode=mode, **{field: 1024})
         assert large.total_bytes >= small.total_bytes, mode
+
+
+def test_data_parallel_doubles_gradients_for_ddp_buckets(llama31_8b):
+    # PyTorch DDP docs: gradient_as_bucket_view=False (default) keeps bucket copies, so the
+    # saving from turning it on "will be equal to the total gradients size": 2 × 2 bytes × P.
+    result = run(llama31_8b, mode="full_finetune", seq_len=128, num_gpus=2)
+    assert result.breakdown.gradients == 2 * 2 * 8_030_261_248

@@ -1,0 +1,339 @@
+"""The public JSON API (django-ninja): the page's estimator over HTTP, described by OpenAPI 3.
+
+Schemas are the estimator's own pydantic models, so the served description and the code cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from ninja import Field, NinjaAPI, Query, Schema, Status
+from ninja.errors import HttpError, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+from pydantic import ValidationError as PydanticValidationError
+
+from calculator import presenters
+from calculator.estimator import (
+    ConfigError,
+    ConfigModel,
+    CustomModel,
+    EstimateRequest,
+    EstimateResult,
+)
+from calculator.estimator.schemas import model_kind
+from calculator.forms import CalculatorForm, custom_model_payload
+from calculator.models import GpuSpec, ModelPreset
+from calculator.selectors import gpu_list, preset_resolve
+
+api = NinjaAPI(
+    title="LLM GPU memory calculator API",
+    version="1",
+    description=(
+        "How much GPU memory a model needs for inference, fine-tuning (full, LoRA, QLoRA) or "
+        "training, per GPU, with a breakdown by component. Sizes are integer bytes."
+    ),
+    urls_namespace="api",
+    docs_url="/docs",
+    openapi_url="/openapi.json",
+)
+
+
+class PresetModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    preset: str = Field(
+        min_length=1, max_length=200, description="A catalogue slug or alias, e.g. 'qwen2-7b'."
+    )
+
+
+class ApiEstimateRequest(EstimateRequest):
+    """The estimator's request; ``model`` may also name a catalogue preset."""
+
+    model: Annotated[  # type: ignore[assignment]
+        Annotated[ConfigModel, Tag("config")]
+        | Annotated[CustomModel, Tag("custom")]
+        | Annotated[PresetModel, Tag("preset")],
+        Discriminator(model_kind),
+    ]
+    gpu: str | None = Field(
+        default=None, max_length=100, description="A GPU slug from /gpus for a fit verdict."
+    )
+
+
+class Verdict(Schema):
+    gpu: str
+    gpu_name: str
+    usable_bytes: int = Field(description="Memory the card exposes to programs.")
+    fits: bool
+    headroom_bytes: int = Field(description="Usable minus total; negative when it does not fit.")
+
+
+class ApiEstimateResponse(EstimateResult):
+    preset: str | None = Field(default=None, description="The preset slug used, if any.")
+    verdict: Verdict | None = None
+
+
+class ErrorItem(Schema):
+    field: str = Field(description="Dotted path of the offending field ('' for the whole body).")
+    message: str
+
+
+class ErrorResponse(Schema):
+    errors: list[ErrorItem]
+
+
+class ModelOut(Schema):
+    slug: str
+    display_name: str
+    family: str
+    hf_repo: str
+    params_total: int
+    num_layers: int
+    num_kv_heads: int
+    max_context: int | None
+    aliases: list[str]
+
+
+class ModelPage(Schema):
+    count: int
+    page: int
+    page_size: int
+    results: list[ModelOut]
+
+
+class GpuOut(Schema):
+    slug: str
+    name: str
+    vendor: str
+    memory_gb: float
+    usable_bytes: int
+    bandwidth_gb_s: float | None
+    bf16_tflops_dense: float | None
+    fp8_support: bool
+    unified_memory: bool
+
+
+def _errors(status: int, items: list[tuple[str, str]]) -> Status[dict[str, Any]]:
+    return Status(status, {"errors": [{"field": f, "message": m} for f, m in items]})
+
+
+@api.exception_handler(ValidationError)
+def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    items = []
+    for error in exc.errors:
+        location = [str(part) for part in error.get("loc", ()) if part not in {"body", "payload"}]
+        items.append({"field": ".".join(location), "message": str(error.get("msg", "invalid"))})
+    return api.create_response(request, {"errors": items}, status=422)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    return api.create_response(
+        request, {"errors": [{"field": "", "message": str(exc)}]}, status=exc.status_code
+    )
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return api.create_response(
+        request, {"errors": [{"field": "", "message": "Request body too large."}]}, status=413
+    )
+
+
+def _resolve(payload: ApiEstimateRequest) -> tuple[EstimateRequest, ModelPreset | None]:
+    preset = None
+    fields = payload.model_dump(exclude={"gpu", "model"})
+    if isinstance(payload.model, PresetModel):
+        match = preset_resolve(text=payload.model.preset)
+        if match.preset is None:
+            names = ", ".join(p.slug for p in match.suggestions[:5])
+            hint = f" Closest: {names}." if names else ""
+            raise HttpError(404, f"No preset matches {payload.model.preset!r}.{hint}")
+        preset = match.preset
+        model: dict[str, Any] = {"config": preset.config}
+    else:
+        model = payload.model.model_dump(exclude_none=True)
+    return EstimateRequest.model_validate({**fields, "model": model}), preset
+
+
+def _respond(
+    request: EstimateRequest, preset: ModelPreset | None, gpu_slug: str | None
+) -> dict[str, Any]:
+    result = presenters.cached_estimate(request)
+    body: dict[str, Any] = result.model_dump(mode="json")
+    body["preset"] = preset.slug if preset else None
+    body["verdict"] = None
+    if gpu_slug:
+        gpu = GpuSpec.objects.filter(slug=gpu_slug, active=True).first()
+        if gpu is None:
+            raise HttpError(404, f"No GPU with slug {gpu_slug!r}; see /api/v1/gpus.")
+        body["verdict"] = {
+            "gpu": gpu.slug,
+            "gpu_name": gpu.name,
+            "usable_bytes": gpu.usable_bytes,
+            "fits": result.total_bytes <= gpu.usable_bytes,
+            "headroom_bytes": gpu.usable_bytes - result.total_bytes,
+        }
+    return body
+
+
+ESTIMATE_RESPONSES = {
+    200: ApiEstimateResponse,
+    400: ErrorResponse,
+    404: ErrorResponse,
+    413: ErrorResponse,
+    422: ErrorResponse,
+}
+
+
+@api.post("/estimate", response=ESTIMATE_RESPONSES, summary="Estimate memory for a request")
+def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
+    try:
+        estimate_request, preset = _resolve(payload)
+        return _respond(estimate_request, preset, payload.gpu)
+    except HttpError as error:
+        return _errors(
+            error.status_code, [("model" if "preset" in str(error) else "gpu", str(error))]
+        )
+    except ConfigError as error:
+        return _errors(
+            422, [(f"model.config.{error.field}" if error.field else "model.config", str(error))]
+        )
+    except PydanticValidationError as error:
+        return _errors(
+            422, [(".".join(str(p) for p in e["loc"]), str(e["msg"])) for e in error.errors()]
+        )
+
+
+class PermalinkQuery(Schema):
+    """The calculator page's query string; every key is optional (defaults as on the page)."""
+
+    source: str | None = Field(default=None, description="preset, custom or config.")
+    model: str | None = Field(default=None, description="A model name as people type it.")
+    params: str | None = Field(default=None, description="Custom model: parameters (billions).")
+    layers: str | None = None
+    hidden: str | None = None
+    heads: str | None = None
+    kv_heads: str | None = None
+    head_dim: str | None = None
+    inter: str | None = None
+    vocab: str | None = None
+    experts: str | None = None
+    active_experts: str | None = None
+    config: str | None = Field(default=None, description="A pasted config.json.")
+    mode: str | None = Field(
+        default=None, description="inference, full_finetune, lora, qlora, pretrain."
+    )
+    precision: str | None = None
+    mixed: str | None = None
+    kv: str | None = Field(default=None, description="KV-cache precision.")
+    optimizer: str | None = None
+    batch: str | None = None
+    seq: str | None = None
+    ckpt: str | None = Field(default=None, description="Gradient checkpointing ('on').")
+    attn: str | None = Field(default=None, description="flash or eager.")
+    lora_rank: str | None = None
+    lora_targets: list[str] | None = None
+    gpus: str | None = None
+    zero: str | None = None
+    tp: str | None = None
+    gpu: str | None = Field(default=None, description="A GPU slug.")
+
+
+@api.get(
+    "/estimate",
+    response=ESTIMATE_RESPONSES,
+    summary="Estimate memory for a calculator permalink",
+    description="Accepts the page's permalink query string (?model=…&mode=…) and returns the "
+    "numbers the page shows.",
+)
+def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
+    from calculator.views import form_data
+
+    form = CalculatorForm(form_data(request.GET))
+    if not form.is_valid():
+        return _errors(422, [(name, str(msgs[0])) for name, msgs in form.errors.items()])
+    cleaned = form.cleaned_data
+    preset = None
+    if cleaned["source"] == "custom":
+        model: dict[str, Any] = custom_model_payload(cleaned)
+    elif cleaned["source"] == "config":
+        model = {"config": cleaned["config_dict"]}
+    else:
+        match = preset_resolve(text=cleaned["model"])
+        if match.preset is None:
+            return _errors(404, [("model", f"No preset matches {cleaned['model']!r}.")])
+        preset = match.preset
+        model = {"config": preset.config}
+    try:
+        estimate_request = form.estimate_request(model)
+        gpu_slug = cleaned.get("gpu") or None
+        if gpu_slug and not GpuSpec.objects.filter(slug=gpu_slug, active=True).exists():
+            gpu_slug = None
+        return _respond(estimate_request, preset, gpu_slug)
+    except ConfigError as error:
+        return _errors(422, [("model", str(error))])
+    except PydanticValidationError as error:
+        return _errors(
+            422, [(".".join(str(p) for p in e["loc"]), str(e["msg"])) for e in error.errors()]
+        )
+
+
+class ModelFilters(Schema):
+    q: str = Field(default="", max_length=200, description="Search in names and aliases.")
+    page: int = Field(default=1, ge=1, le=10_000)
+    page_size: int = Field(default=50, ge=1, le=200)
+
+
+@api.get("/models", response={200: ModelPage, 422: ErrorResponse}, summary="List catalogue models")
+def models(request: HttpRequest, filters: Query[ModelFilters]) -> dict[str, Any]:
+    queryset = ModelPreset.objects.filter(active=True).prefetch_related("aliases")
+    if filters.q:
+        from calculator.models import alias_key
+
+        key = alias_key(filters.q)
+        queryset = (
+            queryset.filter(aliases__key__contains=key).distinct() if key else queryset.none()
+        )
+    count = queryset.count()
+    start = (filters.page - 1) * filters.page_size
+    rows = list(queryset[start : start + filters.page_size])
+    return {
+        "count": count,
+        "page": filters.page,
+        "page_size": filters.page_size,
+        "results": [
+            {
+                "slug": row.slug,
+                "display_name": row.display_name,
+                "family": row.family,
+                "hf_repo": row.hf_repo,
+                "params_total": row.params_total,
+                "num_layers": row.num_layers,
+                "num_kv_heads": row.num_kv_heads,
+                "max_context": row.max_context,
+                "aliases": sorted({a.alias for a in row.aliases.all()}),
+            }
+            for row in rows
+        ],
+    }
+
+
+@api.get("/gpus", response=list[GpuOut], summary="List catalogue GPUs")
+def gpus(request: HttpRequest) -> list[dict[str, Any]]:
+    return [
+        {
+            "slug": gpu.slug,
+            "name": gpu.name,
+            "vendor": gpu.vendor,
+            "memory_gb": float(gpu.memory_gb),
+            "usable_bytes": gpu.usable_bytes,
+            "bandwidth_gb_s": gpu.bandwidth_gb_s,
+            "bf16_tflops_dense": gpu.bf16_tflops_dense,
+            "fp8_support": gpu.fp8_support,
+            "unified_memory": gpu.unified_memory,
+        }
+        for gpu in gpu_list()
+    ]

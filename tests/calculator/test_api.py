@@ -1,0 +1,120 @@
+"""The JSON API through the test client: every endpoint, and the same numbers as the page."""
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def post(client, body):
+    return client.post("/api/v1/estimate", json.dumps(body), content_type="application/json")
+
+
+def test_post_estimate_with_a_preset_and_a_gpu(client):
+    response = post(client, {"model": {"preset": "Qwen/Qwen2-7B-Instruct"}, "gpu": "h100-sxm-80gb"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["preset"] == "qwen2-7b"
+    # Qwen2-7B's config implies 7,615,616,512 parameters (../shared/data/model_configs.json).
+    assert body["params_total"] == 7_615_616_512
+    assert body["verdict"]["fits"] is True
+    assert body["total_bytes"] == sum(body["breakdown"].values())
+
+
+def test_post_estimate_with_a_custom_model(client):
+    # 7e9 parameters × 2 bytes (bf16), a hand calculation.
+    response = post(client, {"model": {"params_billion": 7}})
+    assert response.status_code == 200
+    assert response.json()["breakdown"]["weights"] == 14_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"model": {"preset": "no-such-model"}}, 404, "model"),
+        ({"model": {"params_billion": 7}, "gpu": "no-such-gpu"}, 404, "gpu"),
+        ({"model": {"params_billion": 7}, "batch_size": -1}, 422, "batch_size"),
+        ({"model": {"params_billion": 1e18}}, 422, "model.custom.params_billion"),
+        ({"model": {"params_billion": 7}, "seq_len": 10**12}, 422, "seq_len"),
+        ({"model": {"params_billion": 7}, "num_gpus": 10**6}, 422, "num_gpus"),
+        ({"model": {"config": {"model_type": "llama"}}}, 422, "model.config.hidden_size"),
+        ({"model": {"params_billion": 7}, "mode": "full_finetune", "precision": "int4"}, 422, ""),
+    ],
+)
+def test_bad_requests_get_a_4xx_naming_the_field(client, body, status, field):
+    response = post(client, body)
+    assert response.status_code == status
+    errors = response.json()["errors"]
+    assert errors
+    assert any(error["field"] == field for error in errors), errors
+
+
+def test_malformed_json_is_a_400(client):
+    response = client.post("/api/v1/estimate", "{nope", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["message"]
+
+
+def test_oversized_body_is_refused(client, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = {"model": {"config": {"model_type": "llama", "padding": "x" * 5000}}}
+    response = post(client, body)
+    assert response.status_code == 413
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "model=qwen2-7B",
+        "model=Llama+3.1+8B&mode=lora&batch=4&seq=1024&gpu=a100-sxm-80gb",
+        "model=Mixtral+8x7B&mode=qlora&lora_targets=all-linear",
+        "model=gpt2&mode=full_finetune&precision=fp32&optimizer=sgd_momentum&ckpt=on",
+        "source=custom&params=13&layers=40&hidden=5120&mode=inference&precision=int4&kv=fp8",
+        "model=Llama+3.1+70B&mode=full_finetune&mixed=on&gpus=8&zero=3",
+    ],
+)
+def test_api_numbers_equal_the_page_for_the_same_permalink(client, query):
+    api = client.get("/api/v1/estimate?" + query)
+    page = client.get("/?" + query + "&format=json")
+    assert api.status_code == page.status_code == 200
+    api_body, page_body = api.json(), page.json()
+    assert api_body["breakdown"] == page_body["breakdown"]
+    assert api_body["total_bytes"] == page_body["total_bytes"]
+    assert api_body["peak_allocated_bytes"] == page_body["peak_allocated_bytes"]
+
+
+def test_get_estimate_reports_form_errors_by_field(client):
+    response = client.get("/api/v1/estimate?batch=0")
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "batch"
+
+
+def test_models_search_and_paging(client):
+    first = client.get("/api/v1/models?q=qwen&page_size=5").json()
+    second = client.get("/api/v1/models?q=qwen&page_size=5&page=2").json()
+    assert first["count"] > 5
+    assert len(first["results"]) == 5
+    assert {m["slug"] for m in first["results"]}.isdisjoint({m["slug"] for m in second["results"]})
+    assert all("qwen" in m["slug"] for m in first["results"])
+
+
+def test_gpus_lists_the_catalogue(client):
+    gpus = client.get("/api/v1/gpus").json()
+    assert len(gpus) >= 35
+    h100 = next(g for g in gpus if g["slug"] == "h100-sxm-80gb")
+    # nvidia-smi reports 81,559 MiB on an H100 SXM 80GB (presets/GPUS_SOURCES.md).
+    assert h100["usable_bytes"] == 81_559 * 2**20
+
+
+def test_openapi_description_and_docs_are_served(client):
+    spec = client.get("/api/v1/openapi.json").json()
+    assert spec["openapi"].startswith("3.")
+    request_schema = spec["components"]["schemas"]["ApiEstimateRequest"]
+    assert "Sequences per GPU." in json.dumps(request_schema)  # from the pydantic Field
+    assert client.get("/api/v1/docs").status_code == 200
+
+
+def test_cors_is_off_by_default(client):
+    response = client.get("/api/v1/gpus", HTTP_ORIGIN="https://elsewhere.example")
+    assert "Access-Control-Allow-Origin" not in response.headers
