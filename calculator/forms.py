@@ -354,3 +354,34 @@ def attach_estimator_error(form: CalculatorForm, error: Exception) -> None:
             form.add_error(field, message)
         return
     form.add_error(None, str(error))
+
+
+FITS_MODE_CHOICES = [
+    ("inference", _("Inference")),
+    ("lora", _("LoRA")),
+    ("qlora", _("QLoRA")),
+    ("full_finetune", _("Full fine-tuning")),
+]
+
+
+class FitsForm(forms.Form):
+    """The 'what fits in my VRAM' page: a workload, and optionally your own GPU."""
+
+    mode = forms.ChoiceField(label=_("Mode"), choices=FITS_MODE_CHOICES, initial="inference")
+    seq = _int(_("Context length (tokens)"), 1, 1_048_576)
+    batch = _int(_("Batch size"), 1, 4096)
+    gpu = forms.CharField(label=_("Your GPU"), max_length=100, required=False)
+    gb = forms.FloatField(
+        label=_("…or its memory (GB)"),
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        error_messages={
+            "invalid": _("Enter a number."),
+            "min_value": _("Must be at least %(limit_value)s."),
+            "max_value": _("Must be at most %(limit_value)s."),
+        },
+    )
+    count = _int(_("Number of GPUs"), 1, 1024)
+
+    DEFAULTS: dict[str, Any] = {"mode": "inference", "seq": 4096, "batch": 1, "count": 1}

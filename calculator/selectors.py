@@ -59,3 +59,7 @@ def preset_suggest(*, text: str, limit: int = 8) -> list[ModelPreset]:
 
 def gpu_list() -> QuerySet[GpuSpec]:
     return GpuSpec.objects.filter(active=True).order_by("-memory_gb", "name")
+
+
+def preset_list() -> QuerySet[ModelPreset]:
+    return ModelPreset.objects.filter(active=True).order_by("-params_total")

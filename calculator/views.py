@@ -18,16 +18,17 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError as PydanticValidationError
 
-from calculator import presenters
+from calculator import presenters, reverse
 from calculator.estimator import ConfigError, EstimateResult, resolve_architecture
 from calculator.forms import (
     DEFAULTS,
     CalculatorForm,
+    FitsForm,
     attach_estimator_error,
     custom_model_payload,
 )
 from calculator.models import GpuSpec, SavedResult, config_hash
-from calculator.selectors import gpu_list, preset_resolve, preset_suggest
+from calculator.selectors import gpu_list, preset_list, preset_resolve, preset_suggest
 from calculator.services import saved_result_create
 
 MAX_QUERY_CHARS = 16_000
@@ -237,3 +238,38 @@ def suggest(request: HttpRequest) -> HttpResponse:
     return render(
         request, "calculator/_suggestions.html", {"suggestions": preset_suggest(text=text)}
     )
+
+
+@require_GET
+def fits(request: HttpRequest) -> HttpResponse:
+    """The honest 'what fits in my VRAM' table, and every catalogue model that fits your GPU."""
+    data = QueryDict(mutable=True)
+    for key, value in FitsForm.DEFAULTS.items():
+        data[key] = str(value)
+    for key in request.GET:
+        if key in FitsForm.base_fields:
+            data.setlist(key, request.GET.getlist(key))
+    form = FitsForm(data)
+    context: dict[str, Any] = {"form": form, "gpus": gpu_list()}
+    if form.is_valid():
+        c = form.cleaned_data
+        workload = reverse.Workload(mode=c["mode"], seq_len=c["seq"], batch_size=c["batch"])
+        presets = list(preset_list())
+        context["workload"] = workload
+        context["precisions"] = reverse.PRECISIONS_BY_MODE[workload.mode]
+        context["table"] = reverse.tier_table(workload, presets)
+        gpu = GpuSpec.objects.filter(slug=c.get("gpu") or "", active=True).first()
+        usable = (
+            gpu.usable_bytes
+            if gpu
+            else (reverse.tier_usable_bytes(c["gb"]) if c.get("gb") else None)
+        )
+        if usable:
+            context["own"] = {
+                "gpu": gpu,
+                "gb": c.get("gb"),
+                "count": c["count"],
+                "usable_bytes": usable,
+                "models": reverse.models_that_fit(workload, presets, usable, c["count"]),
+            }
+    return render(request, "calculator/fits.html", context)

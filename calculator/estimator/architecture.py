@@ -10,6 +10,7 @@ builds for that family (``modeling_<family>.py``), so the count equals
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -123,6 +124,18 @@ class Architecture(BaseModel):
     def moe_layer_count(self) -> int:
         return len(self.moe_layers) if self.is_moe else 0
 
+    @cached_property
+    def layer_kinds(self) -> tuple[tuple[int, int], ...]:
+        """(index of a representative layer, how many layers share its structure)."""
+        moe = set(self.moe_layers) if self.is_moe else set()
+        kinds = []
+        dense = [i for i in range(self.num_layers) if i not in moe]
+        if dense:
+            kinds.append((dense[0], len(dense)))
+        if moe:
+            kinds.append((min(moe), len(moe)))
+        return tuple(kinds)
+
     # --- parameter counts (exact, per transformers' module layout) ------------------------
     def norm_params(self, width: int) -> int:
         return 2 * width if self.norm_kind == "layer" else width
@@ -199,11 +212,11 @@ class Architecture(BaseModel):
         weight = 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
         return weight + (self.vocab_size if self.lm_head_bias else 0)
 
-    @property
+    @cached_property
     def params_total(self) -> int:
         if self.params_override is not None:
             return self.params_override
-        layers = sum(self.layer_params(index) for index in range(self.num_layers))
+        layers = sum(count * self.layer_params(index) for index, count in self.layer_kinds)
         final = self.norm_params(self.hidden_size) if self.final_norm else 0
         return self.embedding_params + layers + final + self.lm_head_params + self.extra_params
 
@@ -217,11 +230,12 @@ class Architecture(BaseModel):
         idle = (self.num_experts - self.experts_per_token) * expert * self.moe_layer_count
         return self.params_total - idle
 
+    @cached_property
     def linear_params(self) -> int:
         """Parameters held in matrices that weight quantization packs (decoder linears, experts)."""
         h = self.hidden_size
         total = 0
-        for index in range(self.num_layers):
+        for index, count in self.layer_kinds:
             attention = self.attention_params()
             if self.qkv_bias:
                 attention -= self.q_width + 2 * self.kv_width
@@ -242,11 +256,12 @@ class Architecture(BaseModel):
                     mlp += (3 if self.mlp_gated else 2) * h * self.shared_expert_intermediate_size
             else:
                 mlp = (3 if self.mlp_gated else 2) * h * self.intermediate_size
-            total += attention + mlp
+            total += count * (attention + mlp)
         return total
 
+    @cached_property
     def largest_layer_params(self) -> int:
-        return max(self.layer_params(index) for index in range(self.num_layers))
+        return max(self.layer_params(index) for index, _count in self.layer_kinds)
 
 
 # --- reading configs ---------------------------------------------------------------------

@@ -56,9 +56,14 @@ def architecture_from_custom(model: CustomModel) -> Architecture:
         else:
             layers = max(1, round((params / (12 * 128 * 128)) ** (1 / 3)))
             hidden = max(128, round(128 * layers / 128) * 128)
-    heads = model.num_attention_heads or max(1, hidden // 128)
+    kv_heads = model.num_kv_heads
+    heads = model.num_attention_heads
+    if heads is None:
+        # 128-wide heads, rounded to a multiple of the KV heads when those are given.
+        group = kv_heads or 1
+        heads = max(group, round(hidden / 128 / group) * group)
     head_dim = model.head_dim or max(1, hidden // heads)
-    kv_heads = model.num_kv_heads or heads
+    kv_heads = kv_heads or heads
     if heads % kv_heads:
         raise ConfigError("num_attention_heads must be a multiple of num_kv_heads.", "num_kv_heads")
     intermediate = model.intermediate_size or max(256, round(hidden * 8 / 3 / 256) * 256)
@@ -316,8 +321,8 @@ def _training(
     profile = optimizer_profile(request.optimizer, trainable_bytes)
     if request.optimizer == "adafactor":
         shapes = [
-            (d_in, d_out, copies)
-            for index in range(arch.num_layers)
+            (d_in, d_out, copies * count)
+            for index, count in arch.layer_kinds
             for name, (d_in, d_out, copies) in module_shapes(arch, index).items()
             if (name in targets if lora else copies)
         ]
@@ -346,19 +351,19 @@ def _training(
         master = base.data
         weights_resident = 0
         working_copies = (
-            arch.linear_params() / plan.tp * p
+            arch.linear_params / plan.tp * p
             if arch.params_override is None
             else params * 0.97 / plan.tp * p
         )
         if plan.zero_stage == 3:
-            working_copies = 2 * arch.largest_layer_params() / plan.tp * p
+            working_copies = 2 * arch.largest_layer_params / plan.tp * p
     else:
         weights_resident = base.data
     gather = 0.0
     if plan.zero_stage == 3 and plan.dp > 1:
         gather = (
             2
-            * arch.largest_layer_params()
+            * arch.largest_layer_params
             / plan.tp
             * (p if request.mixed_precision else param_bytes)
         )

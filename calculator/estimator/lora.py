@@ -58,8 +58,8 @@ def module_shapes(arch: Architecture, index: int) -> dict[str, tuple[int, int, i
 def adapter_params(arch: Architecture, *, rank: int, targets: frozenset[str]) -> int:
     """``r · (in + out)`` per adapted linear (Hu et al. 2021, LoRA, arXiv:2106.09685 §4.1)."""
     total = 0
-    for index in range(arch.num_layers):
+    for index, count in arch.layer_kinds:
         for name, (d_in, d_out, copies) in module_shapes(arch, index).items():
             if name in targets:
-                total += copies * rank * (d_in + d_out)
+                total += count * copies * rank * (d_in + d_out)
     return total

@@ -29,7 +29,7 @@ def weight_bytes(
     """
     fmt = WEIGHT_FORMATS[weight_format]
     total = arch.params_total
-    linear = arch.linear_params() if arch.params_override is None else int(total * 0.97)
+    linear = arch.linear_params if arch.params_override is None else int(total * 0.97)
     linear = min(linear, total)
     other = total - linear
     split = plan.tp * plan.parameter_shards

@@ -66,3 +66,26 @@ PHASES = {
 @register.filter
 def phase_label(phase: str) -> str:
     return str(PHASES.get(phase, phase))
+
+
+@register.simple_tag
+def fits_link(workload: Any, preset: Any, precision: str, gpus: int = 1) -> str:
+    from calculator.reverse import calculator_query
+
+    return calculator_query(workload, preset, precision, gpus)
+
+
+PRECISION_LABELS = {
+    "fp32": "FP32",
+    "bf16": "FP16/BF16",
+    "int8": "INT8",
+    "int4": "INT4",
+    "int2": "INT2",
+    "nf4": "NF4 (QLoRA)",
+    "mixed": _("BF16 mixed precision"),
+}
+
+
+@register.filter
+def precision_label(precision: str) -> str:
+    return str(PRECISION_LABELS.get(precision, precision.upper()))

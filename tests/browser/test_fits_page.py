@@ -1,0 +1,17 @@
+import pytest
+
+from tests.browser.conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+
+def test_fits_page_shows_the_table_and_links_into_the_calculator(page, live_server):
+    page.goto(live_server.url + "/fits/?gpu=rtx-4090-24gb")
+    assert page.locator(".tier-table tbody tr").count() == 12
+    screenshot(page, "fits-table")
+    first_example = page.locator(".tier-table .examples a").first
+    name = first_example.inner_text()
+    first_example.click()
+    page.wait_for_url("**/?model=**")
+    assert name in page.locator("#result").inner_text()
+    assert page.server_errors == []

@@ -1,0 +1,93 @@
+"""'What fits in my VRAM': cells against hand calculations, naive ≥ honest, examples really fit."""
+
+import pytest
+
+from calculator import reverse
+from calculator.estimator import estimate
+from calculator.models import ModelPreset
+from calculator.views import form_data  # noqa: F401  (the calculator's permalink parser)
+
+pytestmark = pytest.mark.django_db
+GIB = 1 << 30
+
+
+def honest_budget_for_peak(gb: int) -> float:
+    """Usable bytes of a tier, minus the 1 GiB CUDA context, divided by the 5% allocator reserve
+    of inference (the estimator's documented defaults)."""
+    usable = gb * GIB * 0.985
+    return (usable - GIB) / 1.05
+
+
+def test_80gb_fp16_cell_by_hand():
+    # Hand calculation for a ~39B custom model at 4096 tokens, batch 1, BF16 KV cache:
+    # depth from params ≈ 12·L·h² with h = 128·L: L = round((39e9 / 196608)^(1/3)) = 58,
+    # hidden 7424; heads = 7424/128 = 58 rounded to a multiple of the 8 KV heads = 56, so
+    # head_dim = 7424 // 56 = 132.
+    # KV cache: 2 × 58 layers × 8 heads × 132 × 2 bytes × 4096 tokens = 1,003,487,232 B.
+    # Working set of one layer (MLP, intermediate = 7424·8/3 rounded to 256 = 19712):
+    #   3 × 4096 × 19712 × 2 B = 484,442,112 B, plus the residual stream and normalised input
+    #   (2 + 2) × 7424 × 4096 = 121,634,816 B.
+    # Logits of the last position: 32000 × 2 B = 64,000 B.
+    budget = honest_budget_for_peak(80)
+    weights = budget - 1_003_487_232 - 484_442_112 - 121_634_816 - 64_000
+    expected_billion = weights / 2 / 1e9  # 2 bytes per parameter at FP16/BF16
+    assert expected_billion == pytest.approx(38.97, abs=0.01)
+    workload = reverse.Workload(mode="inference", seq_len=4096, batch_size=1)
+    honest = reverse.largest_params_billion(workload, "bf16", reverse.tier_usable_bytes(80))
+    assert honest == pytest.approx(expected_billion, rel=0.01)
+
+
+def test_16gb_fp16_cell_by_hand():
+    # ~7.1B: L = round((7.1e9 / 196608)^(1/3)) = 33, hidden 4224, heads 32, head_dim 132.
+    # KV: 2 × 33 × 8 × 132 × 2 B × 4096 = 570,949,632 B. MLP (intermediate 11264):
+    # 3 × 4096 × 11264 × 2 = 276,824,064 B; stream 4 × 4224 × 4096 = 69,206,016 B; logits 64,000 B.
+    weights = honest_budget_for_peak(16) - 570_949_632 - 276_824_064 - 69_206_016 - 64_000
+    expected_billion = weights / 2 / 1e9
+    workload = reverse.Workload(mode="inference", seq_len=4096, batch_size=1)
+    honest = reverse.largest_params_billion(workload, "bf16", reverse.tier_usable_bytes(16))
+    assert honest == pytest.approx(expected_billion, rel=0.01)
+    # The naive table's claim, 16 GB / 2 bytes = 8B, leaves no room for a 4k context.
+    assert honest < 8.0
+
+
+@pytest.mark.parametrize("mode", ["inference", "lora", "qlora", "full_finetune"])
+def test_naive_is_never_below_honest_and_examples_really_fit(mode):
+    workload = reverse.Workload(mode=mode, seq_len=2048, batch_size=1)
+    presets = list(ModelPreset.objects.filter(active=True))
+    for row in reverse.tier_table(workload, presets):
+        for cell in row.cells:
+            assert cell.naive_billion >= cell.honest_billion, (row.gb, cell.precision)
+            for example in cell.examples:
+                # Opened in the calculator, the same settings give the same total, which fits.
+                request = workload.request({"config": example.preset.config}, cell.precision)
+                assert estimate(request).total_bytes <= row.usable_bytes
+
+
+def test_examples_open_in_the_calculator_with_the_same_numbers(client):
+    workload = reverse.Workload(mode="inference", seq_len=4096, batch_size=1)
+    presets = list(ModelPreset.objects.filter(active=True))
+    row = reverse.tier_table(workload, presets)[1]  # 24 GB
+    cell = row.cells[1]  # FP16/BF16
+    example = cell.examples[0]
+    query = reverse.calculator_query(workload, example.preset, cell.precision)
+    page = client.get("/?" + query + "&format=json").json()
+    assert page["total_bytes"] == example.total_bytes <= row.usable_bytes
+
+
+def test_fits_page_renders_the_tier_table(client):
+    body = client.get("/fits/?seq=8192").content.decode()
+    assert body.count("<td>") == 12 * 5  # 12 memory tiers × 5 precisions
+
+
+def test_fits_page_lists_models_for_your_gpu(client):
+    response = client.get("/fits/?gpu=rtx-4090-24gb&seq=8192")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "Catalogue models that fit on 1 × NVIDIA GeForce RTX 4090" in body
+    assert "Llama 3.1 8B" in body
+
+
+def test_fits_page_bad_input_gets_a_message(client):
+    response = client.get("/fits/?seq=-1&gb=abc")
+    assert response.status_code == 200
+    assert "Must be at least 1." in response.content.decode()
