@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from calculator.estimator import Architecture, ConfigError, EstimateRequest, EstimateResult
 from calculator.models import GpuSpec, ModelPreset, SavedResult, alias_key, config_hash
@@ -222,6 +224,20 @@ def _upsert(
                 alias_model.objects.create(preset=row, alias=name, key=key)
 
 
+def saved_result_prune(*, now: datetime | None = None) -> int:
+    """Keep saved links bounded: drop those past the retention period, then the oldest beyond
+    the row cap (settings SAVED_RESULT_RETENTION_DAYS and SAVED_RESULT_MAX_ROWS)."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.SAVED_RESULT_RETENTION_DAYS)
+    removed, _ = SavedResult.objects.filter(created_at__lt=cutoff).delete()
+    excess = SavedResult.objects.count() - settings.SAVED_RESULT_MAX_ROWS
+    if excess > 0:
+        oldest = SavedResult.objects.order_by("created_at").values_list("pk", flat=True)[:excess]
+        more, _ = SavedResult.objects.filter(pk__in=list(oldest)).delete()
+        removed += more
+    return int(removed)
+
+
 def saved_result_create(
     *,
     query: str,
@@ -231,6 +247,7 @@ def saved_result_create(
     gpu: GpuSpec | None,
 ) -> SavedResult:
     """Freeze a result behind an unguessable short id; later edits cannot change what it shows."""
+    saved_result_prune()
     return SavedResult.objects.create(
         query=query,
         request_json=request.model_dump(mode="json"),

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.db.utils import DatabaseError
 from django.http import (
@@ -191,9 +194,30 @@ def _permalink_query(request: HttpRequest) -> str:
     return query.urlencode()
 
 
+def _client_address(request: HttpRequest) -> str:
+    return str(request.META.get("REMOTE_ADDR", "unknown"))
+
+
+def _within_rate(request: HttpRequest, bucket: str, limit: int, window_seconds: int) -> bool:
+    """A fixed-window counter per client address in Django's cache."""
+    key = f"rate:{bucket}:{_client_address(request)}:{int(time.time()) // window_seconds}"
+    cache.add(key, 0, timeout=window_seconds)
+    try:
+        count = cache.incr(key)
+    except ValueError:
+        count = 1
+    return count <= limit
+
+
 @require_POST
 def save_result(request: HttpRequest) -> HttpResponse:
     """Store the result of a permalink as a frozen snapshot and show it at /r/<id>."""
+    if not _within_rate(request, "save", settings.SAVED_RESULT_RATE_PER_HOUR, 3600):
+        response = HttpResponse(
+            _("Too many saved links from your address; try again later."), status=429
+        )
+        response["Retry-After"] = "3600"
+        return response
     query = request.POST.get("query", "")[:MAX_QUERY_CHARS]
     form = CalculatorForm(form_data(QueryDict(query)))
     context = _calculate(form) if form.is_valid() else {}

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.conf.urls.i18n import i18n_patterns
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
@@ -13,6 +14,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
 ]
 urlpatterns += i18n_patterns(
     path("", include("calculator.urls")),
-    path("admin/", admin.site.urls),
+    path(settings.ADMIN_URL, admin.site.urls),
     prefix_default_language=False,
 )

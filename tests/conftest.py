@@ -15,3 +15,12 @@ def load_validation_config(name: str) -> dict:
 @pytest.fixture
 def llama31_8b() -> dict:
     return load_validation_config("llama-3.1-8b")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Rate-limit counters and cached estimates never leak from one test into another."""
+    from django.core.cache import cache
+
+    cache.clear()
+    return

@@ -360,7 +360,7 @@ def _training(
     else:
         weights_resident = base.data
     gather = 0.0
-    if plan.zero_stage == 3 and plan.dp > 1:
+    if plan.zero_stage == 3:
         gather = (
             2
             * arch.largest_layer_params

@@ -1,0 +1,112 @@
+"""Security headers, escaping of everything a user types, admin throttling, saved-link limits."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.utils import timezone
+
+from calculator.forms import PERMALINK_KEYS
+from calculator.models import SavedResult
+from calculator.services import saved_result_prune
+
+pytestmark = pytest.mark.django_db
+XSS = '<script>alert("x")</script>"><img src=x onerror=alert(1)>'
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/fits/", "/es/", "/api/v1/gpus", "/healthz", "/admin/login/"]
+)
+def test_security_headers_on_every_response(client, path):
+    response = client.get(path)
+    csp = response["Content-Security-Policy"]
+    assert "script-src 'self'" in csp
+    assert "unsafe-inline" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response["Referrer-Policy"] == "same-origin"
+    assert response["X-Frame-Options"] == "DENY"
+
+
+@pytest.mark.parametrize("key", PERMALINK_KEYS)
+@pytest.mark.parametrize("htmx", [False, True])
+def test_script_in_any_permalink_field_is_escaped(client, key, htmx):
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    response = client.get(
+        "/", {key: XSS, "source": "config" if key == "config" else "preset"}, **headers
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "<script>alert" not in body
+    assert "<img src=x" not in body
+
+
+def test_script_in_a_pasted_config_and_model_name_is_escaped(client):
+    config = '{"model_type": "llama", "hidden_size": "' + XSS.replace('"', "'") + '"}'
+    for params in ({"source": "config", "config": config}, {"model": XSS}):
+        body = client.get("/", params).content.decode()
+        assert "<script>alert" not in body
+
+
+def test_script_in_the_fits_page_is_escaped(client):
+    body = client.get("/fits/", {"gpu": XSS, "gb": XSS, "mode": XSS}).content.decode()
+    assert "<script>alert" not in body
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"source": "custom", "params": "1e18"}, "params"),
+        ({"batch": "-1"}, "batch"),
+        ({"seq": str(10**12)}, "seq"),
+        ({"gpus": str(10**6)}, "gpus"),
+        ({"layers": "9" * 40, "source": "custom"}, "layers"),
+    ],
+)
+def test_absurd_values_get_a_message_next_to_the_field(client, params, field):
+    response = client.get("/", params)
+    assert response.status_code == 200
+    body = response.content.decode()
+    marker = f'id="errors_{field}" class="field-errors" role="alert"><span>'
+    assert marker in body
+
+
+def test_admin_login_is_throttled_after_five_failures(client):
+    User.objects.create_superuser("boss", "boss@example.com", "right-password-123")
+    for _ in range(5):
+        client.post(
+            "/admin/login/", {"username": "boss", "password": "wrong"}, REMOTE_ADDR="10.0.0.9"
+        )
+    locked = client.post(
+        "/admin/login/",
+        {"username": "boss", "password": "right-password-123"},
+        REMOTE_ADDR="10.0.0.9",
+    )
+    assert locked.status_code == 429
+
+
+def test_saved_link_ids_are_unguessable(client):
+    response = client.post("/r/", {"query": "model=gpt2"})
+    saved_id = response["Location"].rsplit("/", 1)[-1]
+    assert len(saved_id) >= 22  # 128 random bits, URL-safe base64
+
+
+def test_saving_links_is_rate_limited_per_client(client, settings):
+    settings.SAVED_RESULT_RATE_PER_HOUR = 3
+    cache.clear()
+    statuses = [client.post("/r/", {"query": "model=gpt2"}).status_code for _ in range(4)]
+    assert statuses == [302, 302, 302, 429]
+
+
+def test_saved_links_are_pruned_by_age_and_count(client, settings):
+    settings.SAVED_RESULT_MAX_ROWS = 2
+    cache.clear()
+    for _ in range(3):
+        client.post("/r/", {"query": "model=gpt2"})
+    assert SavedResult.objects.count() <= 3
+    saved_result_prune()
+    assert SavedResult.objects.count() == 2
+    SavedResult.objects.update(created_at=timezone.now() - timedelta(days=400))
+    saved_result_prune()
+    assert SavedResult.objects.count() == 0
