@@ -78,6 +78,20 @@ def _adapted(s: Setting, *names: str) -> int:
     return sum(1 for name in names if name in s.lora_targets)
 
 
+def materialises_scores(arch: Architecture, s: Setting) -> bool:
+    """Whether attention holds the (batch, heads, seq, seq) score matrix.
+
+    Eager attention always does. Falcon's multi-query layout passes a single K/V head to SDPA
+    without the grouped-query flag and with an explicit mask (modeling_falcon.py), which only
+    PyTorch's math kernel accepts, so its "SDPA" path materialises the scores too.
+    """
+    if s.attention == "eager":
+        return True
+    return arch.model_type == "falcon" and arch.num_kv_heads not in {1, arch.num_attention_heads} or (
+        arch.model_type == "falcon" and arch.num_kv_heads == 1 < arch.num_attention_heads
+    )
+
+
 def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     """Bytes autograd keeps for one decoder layer in a training step (per GPU)."""
     tp = s.plan.tp
@@ -141,7 +155,7 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     per_token += _mlp_bytes(arch, s, index, trainable=trainable)
 
     total = per_token * tokens
-    if s.attention == "eager":
+    if materialises_scores(arch, s):
         total += _eager_scores_saved(arch, s)
     # tensor parallelism splits the attention/MLP interior; norms stay whole (no sequence
     # parallelism), an approximation that over-counts slightly at tp > 1.
@@ -223,12 +237,14 @@ def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> fl
     q_width = heads * arch.head_dim
     kv_width = kv_heads * arch.head_dim
     out_width = heads * arch.v_head_dim
-    stream = (s.residual_bytes + p) * h * tokens
+    # The layer's input (still referenced by the model's loop), the residual, the normalised
+    # input, and the embedding output that the model's forward keeps referencing.
+    stream = (s.residual_bytes + 3 * p) * h * tokens
     # Normalisation in fp32: upcast and one fp32 temporary.
     norm = 2 * FP32 * h * tokens
     # Attention: q, k, v, rotated q/k, output and its contiguous copy.
     attention = p * tokens * (3 * q_width + 2 * kv_width + 2 * out_width)
-    if s.attention == "eager":
+    if materialises_scores(arch, s):
         scores = s.batch * heads * s.seq * s.seq
         attention += 8.0 * scores  # scores, fp32 softmax and its cast live together
         attention += p * tokens * 2 * q_width  # repeated K/V
@@ -240,7 +256,15 @@ def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> fl
             mlp += p * tokens * 3 * arch.shared_expert_intermediate_size / s.plan.tp
     else:
         inner = arch.intermediate_size / s.plan.tp
-        mlp = p * tokens * (3 * inner if arch.mlp_gated else 2 * inner)
+        # SwiGLU: act(gate), up and their product. A plain MLP: fc1's output and the
+        # activation's; GPT-2's python "gelu_new" keeps 0.5·x and two chain temporaries too.
+        plain = 4 if arch.hidden_act == "gelu_new" else 2
+        mlp = p * tokens * inner * (3 if arch.mlp_gated else plain)
+    if s.attention == "flash" and s.seq > (arch.sliding_window or s.seq) and arch.sliding_layer_count:
+        # A window shorter than the prompt needs an explicit (b, 1, s, s) boolean mask, which
+        # SDPA converts to an additive mask in the compute dtype; with a mask, transformers
+        # repeats K/V to every head instead of using SDPA's grouped-query path.
+        attention += (1 + p) * s.batch * s.seq * s.seq + 2 * p * tokens * q_width
     return stream + max(norm, attention, mlp)
 
 

@@ -384,8 +384,8 @@ def _read_llama_like(c: _Config) -> Architecture:
     if not c.has("intermediate_size"):
         raise ConfigError("Config is missing the field 'intermediate_size'.", "intermediate_size")
     fields["intermediate_size"] = c.positive("intermediate_size")
-    fields["qkv_bias"] = c.flag("attention_bias", model_type == "qwen2")
-    fields["o_bias"] = c.flag("attention_bias", False) and model_type != "qwen2"
+    fields["qkv_bias"] = c.flag("attention_bias", model_type in {"qwen2", "qwen2_moe"})
+    fields["o_bias"] = c.flag("attention_bias", False) and model_type not in {"qwen2", "qwen2_moe"}
     fields["mlp_bias"] = c.flag("mlp_bias", False)
     layer_types, window = _layer_types(c, fields["num_layers"])
     if not layer_types and c.has("sliding_window") and _uses_sliding_window(c, model_type):

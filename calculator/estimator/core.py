@@ -436,11 +436,17 @@ def _training(
         "quantization_overhead": base.quantization_overhead,
     }
     weights_fwd = int(weights_resident + working_copies + gather)
+    weights_bwd = weights_fwd
+    if autocast and request.gradient_checkpointing and not lora and plan.zero_stage != 3:
+        # Autocast's cache of cast weights is dropped when the autocast region ends; with
+        # checkpointing nothing inside a layer keeps them, so backward (which re-casts one layer
+        # at a time) holds only the LM head's copy, which autograd saved outside the layers.
+        weights_bwd = int(weights_resident + gather + arch.lm_head_params / plan.tp * p)
     phases["forward (loss)"] = Breakdown(
         weights=weights_fwd, activations=int(kept), logits=int(logits_forward), **common
     )
     phases["backward (start)"] = Breakdown(
-        weights=weights_fwd,
+        weights=weights_bwd,
         activations=int(kept + recompute + (working if recompute else 0)),
         logits=int(logits_backward),
         **common,

@@ -83,3 +83,17 @@ def test_unknown_name_gets_closest_matches():
 
 def test_alias_key_normalisation():
     assert alias_key("Qwen/Qwen2-7B-Instruct") == alias_key("qwen2 7b") == "qwen27b"
+
+
+def test_every_seeded_preset_has_the_parameter_count_transformers_builds():
+    # Expected: tests/estimator/data/transformers_param_counts.json ("preset:<slug>" rows),
+    # counted by validation/count_presets.py with transformers 5.24.0 on the meta device.
+    from pathlib import Path
+
+    dataset = json.loads(
+        (Path(__file__).resolve().parents[1] / "estimator/data/transformers_param_counts.json").read_text()
+    )["models"]
+    presets = list(ModelPreset.objects.all())
+    assert presets
+    for preset in presets:
+        assert preset.params_total == dataset[f"preset:{preset.slug}"]["params_total"], preset.slug
