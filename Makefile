@@ -43,11 +43,12 @@ system-deps:
 		else echo "gettext (msgfmt) is missing: install it, e.g. 'sudo apt-get install gettext'." >&2; exit 1; fi; \
 	fi
 
+# Browser tests: Debian's Chromium, and a CJK font so the zh/ja/ko screenshots show glyphs.
 browser-deps:
-	@if [ ! -x /usr/bin/chromium ]; then \
-		if [ "$$(id -u)" = 0 ]; then echo "Installing Debian's chromium for the browser tests..."; \
-			apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
-		else echo "Browser tests need Debian's Chromium at /usr/bin/chromium: run 'sudo apt-get install chromium', then 'make test' again." >&2; exit 1; fi; \
+	@if [ ! -x /usr/bin/chromium ] || ! fc-list 2>/dev/null | grep -qi "zenhei\|noto sans cjk"; then \
+		if [ "$$(id -u)" = 0 ]; then echo "Installing Debian's chromium and fonts-wqy-zenhei for the browser tests..."; \
+			apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null; \
+		else echo "Browser tests need Debian's Chromium at /usr/bin/chromium and a CJK font: run 'sudo apt-get install chromium fonts-wqy-zenhei', then 'make test' again." >&2; exit 1; fi; \
 	fi
 
 messages: system-deps var/secret_key

@@ -180,6 +180,7 @@ class GpuSpec(models.Model):
     notes = models.TextField(_("notes"), blank=True)
     active = models.BooleanField(_("active"), default=True)
     seed_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-memory_gb", "name"]

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 
-from calculator.estimator import EstimateRequest, EstimateResult, estimate
+from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
 from calculator.models import GpuSpec
 
 GIB = 1 << 30
@@ -69,22 +70,96 @@ class Row:
     explanation: str
 
 
-def breakdown_rows(result: EstimateResult) -> list[Row]:
+def breakdown_rows(
+    result: EstimateResult,
+    request: EstimateRequest | None = None,
+    arch: Architecture | None = None,
+) -> list[Row]:
     values = result.breakdown.model_dump()
     total = result.total_bytes or 1
-    return [
-        Row(
-            key,
-            str(label),
-            color,
-            values[key],
-            gib(values[key]),
-            100 * values[key] / total,
-            str(EXPLANATIONS[key]),
+    rows = []
+    for key, label, color in COMPONENTS:
+        if not values.get(key):
+            continue
+        explanation = str(EXPLANATIONS[key])
+        if request is not None and arch is not None:
+            plugged = formula(key, request, result, arch)
+            if plugged:
+                explanation = f"{explanation} {plugged}"
+        rows.append(
+            Row(
+                key,
+                str(label),
+                color,
+                values[key],
+                gib(values[key]),
+                100 * values[key] / total,
+                explanation,
+            )
         )
-        for key, label, color in COMPONENTS
-        if values.get(key)
-    ]
+    return rows
+
+
+def _n(value: float) -> str:
+    return number_format(value, 0, use_l10n=True, force_grouping=True)
+
+
+def formula(key: str, request: EstimateRequest, result: EstimateResult, arch: Architecture) -> str:
+    """The component's formula with this request's numbers plugged in (per GPU)."""
+    bytes_of = {
+        "fp32": "4",
+        "fp16": "2",
+        "bf16": "2",
+        "fp8": "1",
+        "int8": "1",
+        "int4": "½",
+        "int2": "¼",
+    }
+    kv_dtype = request.kv_cache_precision or (
+        request.precision if request.precision in {"fp32", "fp16", "bf16"} else "bf16"
+    )
+    tokens = request.batch_size * request.seq_len
+    if key == "weights" and request.mode in {"inference", "full_finetune", "pretrain", "lora"}:
+        return _("= %(params)s parameters × %(bytes)s bytes.") % {
+            "params": _n(result.params_total),
+            "bytes": bytes_of.get(request.precision, "2"),
+        }
+    if key == "kv_cache":
+        return _(
+            "= 2 × %(layers)s layers × %(kv)s KV heads × %(dim)s × %(bytes)s bytes × %(batch)s × %(seq)s tokens."
+        ) % {
+            "layers": arch.num_layers,
+            "kv": arch.num_kv_heads,
+            "dim": arch.head_dim,
+            "bytes": bytes_of.get(kv_dtype, "2"),
+            "batch": request.batch_size,
+            "seq": _n(request.seq_len),
+        }
+    if key == "logits":
+        if request.mode == "inference":
+            return _("= %(batch)s × %(vocab)s vocabulary entries, last position only.") % {
+                "batch": request.batch_size,
+                "vocab": _n(arch.vocab_size),
+            }
+        return _(
+            "= %(tokens)s tokens × %(vocab)s vocabulary entries × 4 bytes, up to three at once."
+        ) % {
+            "tokens": _n(tokens),
+            "vocab": _n(arch.vocab_size),
+        }
+    if key in {"gradients", "optimizer_states"} and result.params_trainable:
+        return _("%(params)s trained parameters.") % {"params": _n(result.params_trainable)}
+    if key == "master_weights":
+        return _("= %(params)s parameters × 4 bytes.") % {"params": _n(result.params_total)}
+    if key == "adapters":
+        return _("= %(params)s parameters × 4 bytes.") % {"params": _n(result.params_trainable)}
+    if key == "activations":
+        return _("%(tokens)s tokens × %(layers)s layers, hidden size %(hidden)s.") % {
+            "tokens": _n(tokens),
+            "layers": arch.num_layers,
+            "hidden": _n(arch.hidden_size),
+        }
+    return ""
 
 
 @dataclass(frozen=True)
@@ -206,21 +281,29 @@ def highest_fitting_precision(request: EstimateRequest, usable_bytes: int) -> st
 
 
 @dataclass(frozen=True)
-class GpuFit:
-    gpu: GpuSpec
+class GpuGroup:
+    """GPUs that need the same number of cards (so the same memory per card)."""
+
     count: int | None
-    per_gpu_gib: float | None
+    per_gpu_bytes: int | None
+    gpus: list[GpuSpec]
 
 
-def gpu_fits(gpus: list[GpuSpec], totals: dict[int, int]) -> list[GpuFit]:
-    """Each GPU with the fewest of it that hold the job; fitting ones first, smallest first."""
-    fits = []
+def gpu_fits(gpus: list[GpuSpec], totals: dict[int, int]) -> list[GpuGroup]:
+    """Catalogue GPUs grouped by how many of them hold the job, fewest first, smallest card first."""
+    groups: dict[int | None, list[GpuSpec]] = {}
     for gpu in gpus:
         needed = next((n for n, total in sorted(totals.items()) if total <= gpu.usable_bytes), None)
-        fits.append(GpuFit(gpu, needed, gib(totals[needed]) if needed else None))
-    return sorted(
-        fits, key=lambda fit: (fit.count or 10**6, float(fit.gpu.memory_gb), fit.gpu.name)
-    )
+        groups.setdefault(needed, []).append(gpu)
+    ordered = sorted(groups.items(), key=lambda item: item[0] or 10**6)
+    return [
+        GpuGroup(
+            count,
+            totals[count] if count else None,
+            sorted(members, key=lambda gpu: (float(gpu.memory_gb), gpu.name)),
+        )
+        for count, members in ordered
+    ]
 
 
 def markdown(

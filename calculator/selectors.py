@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Count, Max, QuerySet
 
 from calculator.models import GpuSpec, ModelAlias, ModelPreset, alias_key
 
@@ -63,3 +63,10 @@ def gpu_list() -> QuerySet[GpuSpec]:
 
 def preset_list() -> QuerySet[ModelPreset]:
     return ModelPreset.objects.filter(active=True).order_by("-params_total")
+
+
+def catalogue_version() -> str:
+    """Changes whenever a preset or GPU is saved: part of the key of every cached result."""
+    presets = ModelPreset.objects.aggregate(changed=Max("updated_at"), rows=Count("id"))
+    gpus = GpuSpec.objects.aggregate(changed=Max("updated_at"), rows=Count("id"))
+    return f"{presets['changed']}/{presets['rows']}/{gpus['changed']}/{gpus['rows']}"

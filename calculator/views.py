@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -15,7 +16,9 @@ from django.http import (
     QueryDict,
 )
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
@@ -25,13 +28,20 @@ from calculator import presenters, reverse
 from calculator.estimator import ConfigError, EstimateResult, resolve_architecture
 from calculator.forms import (
     DEFAULTS,
+    FITS_MODE_CHOICES,
     CalculatorForm,
     FitsForm,
     attach_estimator_error,
     custom_model_payload,
 )
 from calculator.models import GpuSpec, SavedResult, config_hash
-from calculator.selectors import gpu_list, preset_list, preset_resolve, preset_suggest
+from calculator.selectors import (
+    catalogue_version,
+    gpu_list,
+    preset_list,
+    preset_resolve,
+    preset_suggest,
+)
 from calculator.services import saved_result_create
 
 MAX_QUERY_CHARS = 16_000
@@ -70,9 +80,38 @@ def form_data(query: QueryDict) -> QueryDict:
     return data
 
 
+RESULT_CACHE_SECONDS = 600
+
+
+def _cache_key(request: HtmxHttpRequest) -> str | None:
+    """Rendered responses are cached per language, permalink and catalogue version."""
+    if request.method != "GET" or request.GET.get("format"):
+        return None
+    partial = bool(request.htmx and not request.htmx.history_restore_request)
+    raw = "|".join(
+        [get_language() or "", str(partial), request.get_full_path(), catalogue_version()]
+    )
+    return "page:" + hashlib.sha256(raw.encode()).hexdigest()
+
+
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def index(request: HtmxHttpRequest) -> HttpResponse:
+    key = _cache_key(request)
+    cached = cache.get(key) if key else None
+    if cached is not None:
+        content, reswap = cached
+        response = HttpResponse(content)
+        if reswap:
+            response["HX-Reswap"] = reswap
+        return response
+    response = _index(request)
+    if key and response.status_code == 200:
+        cache.set(key, (response.content, response.get("HX-Reswap")), RESULT_CACHE_SECONDS)
+    return response
+
+
+def _index(request: HtmxHttpRequest) -> HttpResponse:
     source = request.POST if request.method == "POST" else request.GET
     form = CalculatorForm(form_data(source))
     context: dict[str, Any] = {"form": form, "gpus": gpu_list(), "custom_fields": CUSTOM_FIELDS}
@@ -126,7 +165,7 @@ def _calculate(form: CalculatorForm) -> dict[str, Any]:
         request_obj=estimate_request,
         result=result,
         arch=arch,
-        **_result_context(estimate_request, result, gpu),
+        **_result_context(estimate_request, result, gpu, arch),
     )
     return context
 
@@ -139,9 +178,9 @@ def _selected_gpu(slug: str) -> GpuSpec | None:
 
 
 def _result_context(
-    estimate_request: Any, result: EstimateResult, gpu: GpuSpec | None
+    estimate_request: Any, result: EstimateResult, gpu: GpuSpec | None, arch: Any = None
 ) -> dict[str, Any]:
-    rows = presenters.breakdown_rows(result)
+    rows = presenters.breakdown_rows(result, estimate_request, arch)
     context: dict[str, Any] = {"rows": rows, "gpu": gpu}
     scale = result.total_bytes
     if gpu is not None:
@@ -209,9 +248,15 @@ def _within_rate(request: HttpRequest, bucket: str, limit: int, window_seconds: 
     return count <= limit
 
 
+@csrf_exempt
 @require_POST
 def save_result(request: HttpRequest) -> HttpResponse:
-    """Store the result of a permalink as a frozen snapshot and show it at /r/<id>."""
+    """Store the result of a permalink as a frozen snapshot and show it at /r/<id>.
+
+    CSRF-exempt on purpose: the form sits in cached result fragments, which cannot carry a
+    per-visitor token, and a forged request could only create a harmless snapshot of a public
+    calculation (rate-limited per client like any other).
+    """
     if not _within_rate(request, "save", settings.SAVED_RESULT_RATE_PER_HOUR, 3600):
         response = HttpResponse(
             _("Too many saved links from your address; try again later."), status=429
@@ -280,6 +325,7 @@ def fits(request: HttpRequest) -> HttpResponse:
         workload = reverse.Workload(mode=c["mode"], seq_len=c["seq"], batch_size=c["batch"])
         presets = list(preset_list())
         context["workload"] = workload
+        context["mode_label"] = dict(FITS_MODE_CHOICES)[workload.mode]
         context["precisions"] = reverse.PRECISIONS_BY_MODE[workload.mode]
         context["table"] = reverse.tier_table(workload, presets)
         gpu = GpuSpec.objects.filter(slug=c.get("gpu") or "", active=True).first()

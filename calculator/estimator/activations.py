@@ -87,9 +87,7 @@ def materialises_scores(arch: Architecture, s: Setting) -> bool:
     """
     if s.attention == "eager":
         return True
-    return arch.model_type == "falcon" and arch.num_kv_heads not in {1, arch.num_attention_heads} or (
-        arch.model_type == "falcon" and arch.num_kv_heads == 1 < arch.num_attention_heads
-    )
+    return arch.model_type == "falcon" and arch.num_kv_heads < arch.num_attention_heads
 
 
 def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
@@ -260,7 +258,11 @@ def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> fl
         # activation's; GPT-2's python "gelu_new" keeps 0.5·x and two chain temporaries too.
         plain = 4 if arch.hidden_act == "gelu_new" else 2
         mlp = p * tokens * inner * (3 if arch.mlp_gated else plain)
-    if s.attention == "flash" and s.seq > (arch.sliding_window or s.seq) and arch.sliding_layer_count:
+    if (
+        s.attention == "flash"
+        and s.seq > (arch.sliding_window or s.seq)
+        and arch.sliding_layer_count
+    ):
         # A window shorter than the prompt needs an explicit (b, 1, s, s) boolean mask, which
         # SDPA converts to an additive mask in the compute dtype; with a mask, transformers
         # repeats K/V to every head instead of using SDPA's grouped-query path.

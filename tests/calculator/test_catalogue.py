@@ -91,7 +91,9 @@ def test_every_seeded_preset_has_the_parameter_count_transformers_builds():
     from pathlib import Path
 
     dataset = json.loads(
-        (Path(__file__).resolve().parents[1] / "estimator/data/transformers_param_counts.json").read_text()
+        (
+            Path(__file__).resolve().parents[1] / "estimator/data/transformers_param_counts.json"
+        ).read_text()
     )["models"]
     presets = list(ModelPreset.objects.all())
     assert presets
