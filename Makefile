@@ -17,7 +17,7 @@ LOCAL_ENV = DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-$$(cat var/secret_key)}" \
 	DJANGO_HTTPS="$${DJANGO_HTTPS:-0}" \
 	DJANGO_ALLOWED_HOSTS="$${DJANGO_ALLOWED_HOSTS:-127.0.0.1,localhost,[::1],$(HOST)}"
 
-.PHONY: run setup test lint typecheck migrations-check messages system-deps browser-deps clean
+.PHONY: run setup test bench bench-load lint typecheck migrations-check messages system-deps browser-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,13 @@ migrations-check: $(VENV)/.installed-dev var/secret_key
 
 test: $(VENV)/.installed-dev var/secret_key messages browser-deps lint typecheck migrations-check
 	$(VENV)/bin/pytest
+
+# On demand, not part of make test: timings vary between machines (README "Performance").
+bench: $(VENV)/.installed-dev var/secret_key
+	$(LOCAL_ENV) $(VENV)/bin/pytest benchmarks --benchmark-only -s -p no:cacheprovider
+
+bench-load: setup
+	$(LOCAL_ENV) $(PY) benchmarks/load.py
 
 clean:
 	rm -rf $(VENV) staticfiles .mypy_cache .ruff_cache

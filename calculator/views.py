@@ -56,6 +56,11 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
+def ping(request: HttpRequest) -> HttpResponse:
+    """The trivial view the load benchmark compares the recompute endpoint with."""
+    return HttpResponse("pong", content_type="text/plain")
+
+
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     try:

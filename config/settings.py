@@ -54,6 +54,8 @@ if not SECRET_KEY:
     SECRET_KEY = "django-insecure-development-only-key-do-not-use-in-production-0123456789"
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")
+# The container's own health probe calls http://127.0.0.1/healthz.
+ALLOWED_HOSTS += [host for host in ("127.0.0.1", "localhost") if host not in ALLOWED_HOSTS]
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
@@ -202,6 +204,7 @@ STORAGES = {
 # DJANGO_HTTPS=0) and in DEBUG.
 HTTPS = env_bool("DJANGO_HTTPS", not DEBUG)
 SECURE_SSL_REDIRECT = HTTPS and env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^_ping$"]
 SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31_536_000) if HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS and env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = HTTPS and env_bool("DJANGO_SECURE_HSTS_PRELOAD", True)

@@ -9,6 +9,7 @@ from calculator.i18n import switch_language
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("healthz", views.healthz, name="healthz"),
+    path("_ping", views.ping, name="ping"),
     path("lang/<str:code>", switch_language, name="switch_language"),
     path("api/v1/", api.urls),
 ]

@@ -80,3 +80,28 @@ def test_permalink_renders_the_same_numbers_without_javascript(client):
     query = "/?model=Mistral+7B&mode=lora&batch=2&seq=1024&gpu=a100-sxm-80gb"
     assert text(client.get(query)) == text(client.get(query))
     assert "A100" in text(client.get(query))
+
+
+def test_first_visit_follows_accept_language(client):
+    response = client.get("/", HTTP_ACCEPT_LANGUAGE="de-DE,de;q=0.9,en;q=0.5")
+    assert response.status_code == 302
+    assert response["Location"] == "/de/"
+
+
+def test_a_shared_permalink_opens_as_shared(client):
+    response = client.get("/?model=gpt2", HTTP_ACCEPT_LANGUAGE="ja")
+    assert response.status_code == 200
+    assert response["Content-Language"] == "en"
+
+
+def test_a_chosen_language_is_remembered(client):
+    client.get("/lang/en?next=/")
+    response = client.get("/", HTTP_ACCEPT_LANGUAGE="ja")
+    assert response.status_code == 200
+
+
+def test_numbers_follow_the_locale(client):
+    german = client.get("/de/?model=gpt2").content.decode()
+    assert re.search(r'class="num"[^>]*>\d+,\d\d<', german)  # decimal comma
+    english = client.get("/?model=gpt2").content.decode()
+    assert re.search(r'class="num"[^>]*>\d+\.\d\d<', english)

@@ -1,0 +1,169 @@
+"""Load benchmark: gunicorn on loopback, wrk at 1, 8 and 32 connections, run on demand.
+
+    make bench-load            (or: .venv/bin/python benchmarks/load.py --seconds 10)
+
+Drives the HTMX recompute endpoint with realistic permalinks and, on the same server, a trivial
+Django view (/_ping, the full middleware stack and nothing else). The figure to quote is the ratio
+of the two, since absolute numbers vary between machines. Two recompute variants: "repeat" cycles
+through 12 permalinks (what happens when people share and reopen links: served from the
+per-permalink cache), "fresh" gives every request a context length never asked before (the
+estimator and the templates run each time). Bounded: each run lasts --seconds, on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PERMALINKS = [
+    "/?model=Llama+3.1+8B&mode=inference&seq=4096",
+    "/?model=Llama+3.1+8B&mode=inference&seq=32768&batch=4",
+    "/?model=qwen2-7B&mode=lora&batch=2&seq=2048",
+    "/?model=Qwen2.5+72B&mode=inference&precision=int4&gpu=a100-sxm-80gb",
+    "/?model=Mistral+7B+v0.1&mode=qlora&seq=4096&ckpt=on",
+    "/?model=Mixtral+8x7B&mode=inference&gpu=h100-sxm-80gb",
+    "/?model=gpt2&mode=full_finetune&precision=fp32&batch=8&seq=1024",
+    "/?model=Llama+3.1+70B&mode=full_finetune&mixed=on&gpus=8&zero=3",
+    "/?model=Gemma+2+9B&mode=lora&lora_targets=all-linear&seq=8192",
+    "/?model=Phi-3+mini+4k&mode=inference&kv=fp8&seq=4096",
+    "/?model=DeepSeek+V3&mode=inference&precision=fp8&gpus=8&tp=8",
+    "/?model=Qwen3+8B&mode=full_finetune&optimizer=adamw_8bit&ckpt=on",
+]
+
+LUA_CYCLE = """
+local paths = {%s}
+local i = 0
+request = function()
+  i = i %% #paths + 1
+  return wrk.format("GET", paths[i], {["HX-Request"] = "true"})
+end
+"""
+LUA_FRESH = """
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format("GET", "/?model=qwen2-7B&mode=lora&seq=" .. (100000 + i), {["HX-Request"] = "true"})
+end
+"""
+
+
+def ensure_wrk() -> str:
+    found = shutil.which("wrk")
+    if found:
+        return found
+    if os.geteuid() == 0:
+        subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=True, capture_output=True)
+        return shutil.which("wrk") or "wrk"
+    sys.exit("wrk is missing: sudo apt-get install wrk")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_wrk(wrk: str, url: str, connections: int, seconds: int, script: Path) -> dict[str, float]:
+    threads = max(1, min(2, connections))
+    out = subprocess.run(
+        [wrk, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url],
+        capture_output=True, text=True, check=True, timeout=seconds + 30,
+    ).stdout  # fmt: skip
+
+    def latency(label: str) -> float:
+        match = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)", out, re.M)
+        if not match:
+            return float("nan")
+        value, unit = float(match.group(1)), match.group(2)
+        return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    errors = sum(
+        int(n)
+        for n in re.findall(
+            r"(?:Non-2xx or 3xx responses|errors: connect|read|write|timeout)\D+(\d+)", out
+        )
+    )
+    return {"rps": rps, "p50": latency("50"), "p99": latency("99"), "errors": errors}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    wrk = ensure_wrk()
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_DEBUG": "0",
+        "DJANGO_HTTPS": "0",
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "DJANGO_SECRET_KEY": (ROOT / "var" / "secret_key").read_text().strip(),
+        "DJANGO_LOG_LEVEL": "WARNING",
+    }
+    server = subprocess.Popen(
+        [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(args.workers), "--log-level", "warning"],
+        cwd=ROOT, env=env, start_new_session=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base + "/_ping", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        for _ in range(args.workers * 2):  # warm every worker's caches
+            for path in PERMALINKS:
+                request = urllib.request.Request(base + path, headers={"HX-Request": "true"})
+                urllib.request.urlopen(request, timeout=30).read()
+        with tempfile.TemporaryDirectory() as tmp:
+            cycle = Path(tmp) / "cycle.lua"
+            cycle.write_text(LUA_CYCLE % ", ".join(f'"{p}"' for p in PERMALINKS))
+            fresh = Path(tmp) / "fresh.lua"
+            fresh.write_text(LUA_FRESH)
+            ping = Path(tmp) / "ping.lua"
+            ping.write_text('request = function() return wrk.format("GET", "/_ping") end\n')
+            print(
+                f"gunicorn, {args.workers} workers, {os.cpu_count()} CPUs, {args.seconds} s per run\n"
+            )
+            print("| clients | endpoint | req/s | p50 ms | p99 ms | errors | req/s vs bare view |")
+            print("|---:|---|---:|---:|---:|---:|---:|")
+            for connections in (1, 8, 32):
+                bare = run_wrk(wrk, base, connections, args.seconds, ping)
+                for name, script in (
+                    ("bare view /_ping", ping),
+                    ("recompute, repeat", cycle),
+                    ("recompute, fresh", fresh),
+                ):
+                    row = (
+                        bare
+                        if script is ping
+                        else run_wrk(wrk, base, connections, args.seconds, script)
+                    )
+                    print(
+                        f"| {connections} | {name} | {row['rps']:.0f} | {row['p50']:.2f} | {row['p99']:.2f} | "
+                        f"{row['errors']:.0f} | {row['rps'] / bare['rps']:.2f} |"
+                    )
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
