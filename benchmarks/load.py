@@ -89,12 +89,15 @@ def run_wrk(wrk: str, url: str, connections: int, seconds: int, script: Path) ->
         return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
 
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    errors = sum(
-        int(n)
-        for n in re.findall(
-            r"(?:Non-2xx or 3xx responses|errors: connect|read|write|timeout)\D+(\d+)", out
-        )
+    errors = 0
+    socket_errors = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out
     )
+    if socket_errors:
+        errors += sum(int(n) for n in socket_errors.groups())
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if non_2xx:
+        errors += int(non_2xx.group(1))
     return {"rps": rps, "p50": latency("50"), "p99": latency("99"), "errors": errors}
 
 

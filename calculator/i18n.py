@@ -9,7 +9,11 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import translate_url
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.translation import get_language_from_request, get_supported_language_variant
+from django.utils.translation import (
+    get_language,
+    get_language_from_request,
+    get_supported_language_variant,
+)
 from django.views.decorators.http import require_GET
 
 
@@ -68,16 +72,25 @@ class FirstVisitLanguageMiddleware:
 
 
 def language_links(request: HttpRequest) -> dict[str, Any]:
-    """Context: every language with the URL of this page (and its inputs) in it."""
+    """Context: every language with the URL of this page (and its inputs) in it.
+
+    Language prefixes are plain path prefixes here (English has none), so the URL in another
+    language is a string operation, not a URL resolution per language.
+    """
     current = request.get_full_path()
+    active = get_language()
+    path = current
+    if active and active != settings.LANGUAGE_CODE and current.startswith(f"/{active}/"):
+        path = current[len(active) + 1 :]
     links = []
     for code, name in settings.LANGUAGES:
+        localized = path if code == settings.LANGUAGE_CODE else f"/{code}{path}"
         links.append(
             {
                 "code": code,
                 "name": name,
                 "switch_url": f"/lang/{code}?next={_quote(current)}",
-                "url": request.build_absolute_uri(translate_url(current, code)),
+                "url": request.build_absolute_uri(localized),
             }
         )
     return {"language_links": links}

@@ -6,7 +6,6 @@ Functions of the estimator's result and plain values; no queries and no request.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
@@ -203,18 +202,28 @@ def verdict(total_bytes: int, usable_bytes: int, nominal_bytes: int) -> Verdict:
     )
 
 
-@lru_cache(maxsize=4096)
-def _estimate_cached(request_json: str) -> EstimateResult:
-    return estimate(EstimateRequest.model_validate_json(request_json))
+_ESTIMATES: dict[tuple[str, str], EstimateResult] = {}
+_ESTIMATE_CACHE_SIZE = 20_000
 
 
 def cached_estimate(request: EstimateRequest) -> EstimateResult:
-    """Identical requests (the same permalink) are computed once per process."""
-    return _estimate_cached(request.model_dump_json())
+    """Identical requests (the same permalink, the same search step) are computed once per
+    process. The key is the model's stable hash plus the small workload fields."""
+    key = (request.model.cache_key(), request.model_dump_json(exclude={"model"}))
+    result = _ESTIMATES.get(key)
+    if result is None:
+        if len(_ESTIMATES) >= _ESTIMATE_CACHE_SIZE:
+            _ESTIMATES.clear()
+        result = _ESTIMATES[key] = estimate(request)
+    return result
 
 
 def with_changes(request: EstimateRequest, **changes: object) -> EstimateRequest:
-    return EstimateRequest.model_validate({**request.model_dump(), **changes})
+    """The same request with some workload fields changed, keeping the model description (and
+    its parsed architecture). Validated like any request."""
+    fields = request.model_dump(exclude={"model"})
+    changed = EstimateRequest.model_validate({**fields, **changes, "model": {"config": {}}})
+    return changed.model_copy(update={"model": request.model})
 
 
 SHARDING_STEPS = (1, 2, 4, 8, 16, 32, 64)
@@ -244,17 +253,24 @@ def sharded_totals(request: EstimateRequest) -> dict[int, int]:
 def largest_fitting(
     request: EstimateRequest, field: str, usable_bytes: int, upper: int
 ) -> int | None:
-    """The largest value of an integer field (batch, context) that still fits: a monotone search."""
+    """The largest value of an integer field (batch, context) that still fits: a monotone
+    search that starts from the current value (galloping, then bisection)."""
 
     def fits(value: int) -> bool:
         return cached_estimate(with_changes(request, **{field: value})).total_bytes <= usable_bytes
 
-    if not fits(1):
-        return None
-    low, high = 1, 2
-    while high <= upper and fits(high):
-        low, high = high, high * 2
-    high = min(high, upper + 1)
+    start = max(1, min(int(getattr(request, field)), upper))
+    if fits(start):
+        low, high = start, start * 2
+        while high <= upper and fits(high):
+            low, high = high, high * 2
+        high = min(high, upper + 1)
+    else:
+        if start == 1 or not fits(1):
+            return None
+        low, high = start // 2, start
+        while low > 1 and not fits(low):
+            low, high = low // 2, low
     while high - low > 1:
         middle = (low + high) // 2
         if fits(middle):

@@ -45,6 +45,7 @@ from calculator.selectors import (
 from calculator.services import saved_result_create
 
 MAX_QUERY_CHARS = 16_000
+FIELDS_WITH_ERRORS = tuple(name for name in CalculatorForm.base_fields if name != "gpu")
 
 CUSTOM_FIELDS = (
     "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter", "vocab", "experts",
@@ -122,6 +123,8 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"form": form, "gpus": gpu_list(), "custom_fields": CUSTOM_FIELDS}
     if form.is_valid():
         context.update(_calculate(form))
+    # Every field's message slot is refreshed, so fixed fields lose their old message.
+    context["field_errors"] = [(name, form.errors.get(name, ())) for name in FIELDS_WITH_ERRORS]
     export = source.get("format")
     if export in {"json", "md"} and "result" in context:
         return _export(request, export, context)
@@ -196,7 +199,12 @@ def _result_context(
         context["capacity_x"] = 1000.0 * gpu.usable_bytes / scale
         usable = gpu.usable_bytes
         context["levers"] = {
-            "seq": presenters.largest_fitting(estimate_request, "seq_len", usable, 1 << 22),
+            "seq": presenters.largest_fitting(
+                estimate_request,
+                "seq_len",
+                usable,
+                (arch.max_position_embeddings or 1 << 22) if arch else 1 << 22,
+            ),
             "batch": presenters.largest_fitting(estimate_request, "batch_size", usable, 1 << 16),
             "precision": presenters.highest_fitting_precision(estimate_request, usable),
         }

@@ -33,9 +33,15 @@ FP32 = 4.0
 
 def resolve_architecture(model: ConfigModel | CustomModel) -> Architecture:
     """The architecture a request describes (raises ``ConfigError`` naming a bad field)."""
+    cached = model._architecture
+    if isinstance(cached, Architecture):
+        return cached
     if isinstance(model, ConfigModel):
-        return Architecture.from_hf_config(model.config)
-    return architecture_from_custom(model)
+        arch = Architecture.from_hf_config(model.config)
+    else:
+        arch = architecture_from_custom(model)
+    model._architecture = arch
+    return arch
 
 
 def architecture_from_custom(model: CustomModel) -> Architecture:

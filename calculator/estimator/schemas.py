@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -9,6 +10,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     field_validator,
     model_validator,
@@ -35,13 +37,26 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
-class ConfigModel(_Frozen):
+class _ModelDescription(_Frozen):
+    """Base of the model descriptions: remembers its resolved architecture and a stable key,
+    so searches that vary only the workload (levers, tier tables) parse a config once."""
+
+    _architecture: Any = PrivateAttr(default=None)
+    _key: str | None = PrivateAttr(default=None)
+
+    def cache_key(self) -> str:
+        if self._key is None:
+            self._key = hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        return self._key
+
+
+class ConfigModel(_ModelDescription):
     """A Hugging Face ``config.json``, as published."""
 
     config: dict[str, Any] = Field(description="The model's config.json object.")
 
 
-class CustomModel(_Frozen):
+class CustomModel(_ModelDescription):
     """A model described by its size and, optionally, its shape."""
 
     params_billion: float | None = Field(
