@@ -14,6 +14,7 @@ from typing import Any
 from calculator.estimator import EstimateRequest, estimate
 from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.models import DEFAULT_USABLE_FRACTION, ModelPreset
+from calculator.presenters import largest_fitting
 
 TIERS_GB = (16, 24, 48, 80, 96, 128, 160, 192, 256, 320, 384, 512)
 PRECISIONS_BY_MODE = {
@@ -164,27 +165,10 @@ def models_that_fit(
             result = estimate(request)
             if result.total_bytes <= usable_bytes:
                 limit = preset.max_context or 131_072
-                context = _longest_context(request, usable_bytes, limit)
+                context = largest_fitting(request, "seq_len", usable_bytes, limit) or 0
                 fits.append(ModelFit(preset, precision, context, result.total_bytes))
                 break
     return sorted(fits, key=lambda fit: -fit.preset.params_total)
-
-
-def _longest_context(request: EstimateRequest, usable_bytes: int, limit: int) -> int:
-    def fits(seq: int) -> bool:
-        changed = EstimateRequest.model_validate({**request.model_dump(), "seq_len": seq})
-        return estimate(changed).total_bytes <= usable_bytes
-
-    low, high = request.seq_len, limit
-    if fits(high):
-        return high
-    while high - low > max(1, low // 64):
-        middle = (low + high) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle
-    return low
 
 
 def naive_billion(gb: float, precision: str) -> float:
