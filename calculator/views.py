@@ -208,6 +208,11 @@ def _result_context(
             "batch": presenters.largest_fitting(estimate_request, "batch_size", usable, 1 << 16),
             "precision": presenters.highest_fitting_precision(estimate_request, usable),
         }
+        if estimate_request.mode != "inference" and not estimate_request.gradient_checkpointing:
+            checkpointed = presenters.cached_estimate(
+                presenters.with_changes(estimate_request, gradient_checkpointing=True)
+            )
+            context["levers"]["checkpointing_bytes"] = checkpointed.total_bytes
     context["segments"] = presenters.chart_segments(rows, scale)
     totals = presenters.sharded_totals(estimate_request)
     context["fits"] = presenters.gpu_fits(list(gpu_list()), totals)

@@ -15,3 +15,12 @@ def test_fits_page_shows_the_table_and_links_into_the_calculator(page, live_serv
     page.wait_for_url("**/?model=**")
     assert name in page.locator("#result").inner_text()
     assert page.server_errors == []
+
+
+def test_fits_page_passes_an_accessibility_check(page, live_server):
+    from axe_playwright_python.sync_playwright import Axe
+
+    page.goto(live_server.url + "/fits/?gb=24&count=2")
+    results = Axe().run(page)
+    serious = [v for v in results.response["violations"] if v["impact"] in {"serious", "critical"}]
+    assert serious == [], results.generate_report()

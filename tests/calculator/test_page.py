@@ -1,6 +1,7 @@
 """The calculator page through Django's test client."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +106,14 @@ def test_numbers_follow_the_locale(client):
     assert re.search(r'class="num"[^>]*>\d+,\d\d<', german)  # decimal comma
     english = client.get("/?model=gpt2").content.decode()
     assert re.search(r'class="num"[^>]*>\d+\.\d\d<', english)
+
+
+def test_pasted_config_and_custom_architecture_give_results(client):
+    # Qwen2.5-0.5B's published config.json (validation/configs): 494,032,768 parameters.
+    config = (
+        Path(__file__).resolve().parents[2] / "validation/configs/qwen2.5-0.5b.json"
+    ).read_text()
+    pasted = client.get("/", {"source": "config", "config": config, "format": "json"}).json()
+    assert pasted["params_total"] == 494_032_768
+    custom = client.get("/", {"source": "custom", "params": "7", "format": "json"}).json()
+    assert custom["params_total"] == 7_000_000_000
