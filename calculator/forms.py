@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
+from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from calculator.estimator import ConfigError, EstimateRequest
@@ -274,7 +275,7 @@ class CalculatorForm(forms.Form):
             )
         return cleaned
 
-    def estimate_request(self, model: dict[str, Any]) -> EstimateRequest:
+    def estimate_request(self, model: dict[str, Any] | BaseModel) -> EstimateRequest:
         """The estimator's request for the cleaned form and a resolved model description."""
         c = self.cleaned_data
         mode = c["mode"]

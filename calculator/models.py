@@ -201,6 +201,14 @@ class GpuSpec(models.Model):
         return int(nominal * DEFAULT_USABLE_FRACTION)
 
     @property
+    def display_label(self) -> str:
+        """'NVIDIA H100 SXM 80GB (80 GB)': the name with the marketed memory."""
+        memory = f"{Decimal(self.memory_gb).normalize():f}"
+        if f"{memory}gb" in self.name.lower().replace(" ", ""):
+            return self.name
+        return f"{self.name} ({memory} GB)"
+
+    @property
     def nominal_bytes(self) -> int:
         return int(Decimal(self.memory_gb) * (1 << 30))
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.db import connection
 from django.db.models import QuerySet
 
+from calculator.estimator import ConfigModel
 from calculator.models import GpuSpec, ModelAlias, ModelPreset, alias_key
 
 
@@ -80,3 +81,46 @@ def catalogue_version() -> str:
         )
         row = cursor.fetchone()
     return "/".join(str(value) for value in row)
+
+
+class CatalogueSnapshot:
+    """Per-process memo of catalogue reads, valid for one catalogue version.
+
+    A recompute reads the same presets and GPUs again and again; they change only when an admin
+    saves one, which changes ``catalogue_version()``, which empties this memo.
+    """
+
+    def __init__(self) -> None:
+        self.version: str | None = None
+        self.gpus: list[GpuSpec] = []
+        self.matches: dict[str, PresetMatch] = {}
+        self.descriptions: dict[int, ConfigModel] = {}
+
+    def refresh(self, version: str) -> CatalogueSnapshot:
+        if version != self.version:
+            self.version = version
+            self.gpus = list(gpu_list())
+            self.matches = {}
+            self.descriptions = {}
+        return self
+
+    def resolve(self, text: str) -> PresetMatch:
+        key = alias_key(text)
+        if key not in self.matches:
+            if len(self.matches) > 10_000:
+                self.matches.clear()
+            self.matches[key] = preset_resolve(text=text)
+        return self.matches[key]
+
+    def gpu(self, slug: str, default: str) -> GpuSpec | None:
+        by_slug = {gpu.slug: gpu for gpu in self.gpus}
+        return by_slug.get(slug) or by_slug.get(default)
+
+    def description(self, preset: ModelPreset) -> ConfigModel:
+        """The preset's model description, shared so its architecture is parsed once."""
+        if preset.pk not in self.descriptions:
+            self.descriptions[preset.pk] = ConfigModel(config=preset.config)
+        return self.descriptions[preset.pk]
+
+
+SNAPSHOT = CatalogueSnapshot()

@@ -25,7 +25,7 @@ from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError as PydanticValidationError
 
 from calculator import presenters, reverse
-from calculator.estimator import ConfigError, EstimateResult, resolve_architecture
+from calculator.estimator import ConfigError, ConfigModel, EstimateResult, resolve_architecture
 from calculator.forms import (
     DEFAULTS,
     FITS_MODE_CHOICES,
@@ -36,6 +36,8 @@ from calculator.forms import (
 )
 from calculator.models import GpuSpec, SavedResult, config_hash
 from calculator.selectors import (
+    SNAPSHOT,
+    CatalogueSnapshot,
     catalogue_version,
     gpu_list,
     preset_list,
@@ -89,13 +91,25 @@ def form_data(query: QueryDict) -> QueryDict:
 RESULT_CACHE_SECONDS = 600
 
 
+def _catalogue(request: HttpRequest) -> CatalogueSnapshot:
+    """The process's catalogue memo, refreshed once per request against the database."""
+    if not hasattr(request, "_catalogue"):
+        request._catalogue = SNAPSHOT.refresh(catalogue_version())  # type: ignore[attr-defined]
+    return request._catalogue  # type: ignore[attr-defined, no-any-return]
+
+
 def _cache_key(request: HtmxHttpRequest) -> str | None:
     """Rendered responses are cached per language, permalink and catalogue version."""
     if request.method != "GET" or request.GET.get("format"):
         return None
     partial = bool(request.htmx and not request.htmx.history_restore_request)
     raw = "|".join(
-        [get_language() or "", str(partial), request.get_full_path(), catalogue_version()]
+        [
+            get_language() or "",
+            str(partial),
+            request.get_full_path(),
+            _catalogue(request).version or "",
+        ]
     )
     return "page:" + hashlib.sha256(raw.encode()).hexdigest()
 
@@ -120,9 +134,13 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
 def _index(request: HtmxHttpRequest) -> HttpResponse:
     source = request.POST if request.method == "POST" else request.GET
     form = CalculatorForm(form_data(source))
-    context: dict[str, Any] = {"form": form, "gpus": gpu_list(), "custom_fields": CUSTOM_FIELDS}
+    context: dict[str, Any] = {
+        "form": form,
+        "gpus": _catalogue(request).gpus,
+        "custom_fields": CUSTOM_FIELDS,
+    }
     if form.is_valid():
-        context.update(_calculate(form))
+        context.update(_calculate(form, _catalogue(request)))
     # Every field's message slot is refreshed, so fixed fields lose their old message.
     context["field_errors"] = [(name, form.errors.get(name, ())) for name in FIELDS_WITH_ERRORS]
     export = source.get("format")
@@ -138,7 +156,9 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-def _resolve_model(form: CalculatorForm) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _resolve_model(
+    form: CalculatorForm, catalogue: CatalogueSnapshot
+) -> tuple[dict[str, Any] | ConfigModel | None, dict[str, Any]]:
     cleaned = form.cleaned_data
     extra: dict[str, Any] = {}
     if cleaned["source"] == "custom":
@@ -153,11 +173,11 @@ def _resolve_model(form: CalculatorForm) -> tuple[dict[str, Any] | None, dict[st
         extra["suggestions"] = match.suggestions
         return None, extra
     extra["preset"] = match.preset
-    return {"config": match.preset.config}, extra
+    return catalogue.description(match.preset), extra
 
 
-def _calculate(form: CalculatorForm) -> dict[str, Any]:
-    model, context = _resolve_model(form)
+def _calculate(form: CalculatorForm, catalogue: CatalogueSnapshot) -> dict[str, Any]:
+    model, context = _resolve_model(form, catalogue)
     if model is None:
         return context
     try:
@@ -167,26 +187,23 @@ def _calculate(form: CalculatorForm) -> dict[str, Any]:
     except (ConfigError, PydanticValidationError) as error:
         attach_estimator_error(form, error)
         return context
-    gpu = _selected_gpu(form.cleaned_data.get("gpu") or "")
+    gpu = catalogue.gpu(form.cleaned_data.get("gpu") or "", DEFAULTS["gpu"])
     context["gpu"] = gpu
     context.update(
         request_obj=estimate_request,
         result=result,
         arch=arch,
-        **_result_context(estimate_request, result, gpu, arch),
+        **_result_context(estimate_request, result, gpu, arch, catalogue.gpus),
     )
     return context
 
 
-def _selected_gpu(slug: str) -> GpuSpec | None:
-    return (
-        GpuSpec.objects.filter(slug=slug, active=True).first()
-        or GpuSpec.objects.filter(slug=DEFAULTS["gpu"]).first()
-    )
-
-
 def _result_context(
-    estimate_request: Any, result: EstimateResult, gpu: GpuSpec | None, arch: Any = None
+    estimate_request: Any,
+    result: EstimateResult,
+    gpu: GpuSpec | None,
+    arch: Any,
+    gpus: list[GpuSpec],
 ) -> dict[str, Any]:
     rows = presenters.breakdown_rows(result, estimate_request, arch)
     context: dict[str, Any] = {"rows": rows, "gpu": gpu}
@@ -215,7 +232,7 @@ def _result_context(
             context["levers"]["checkpointing_bytes"] = checkpointed.total_bytes
     context["segments"] = presenters.chart_segments(rows, scale)
     totals = presenters.sharded_totals(estimate_request)
-    context["fits"] = presenters.gpu_fits(list(gpu_list()), totals)
+    context["fits"] = presenters.gpu_fits(gpus, totals)
     return context
 
 
@@ -283,7 +300,7 @@ def save_result(request: HttpRequest) -> HttpResponse:
         return response
     query = request.POST.get("query", "")[:MAX_QUERY_CHARS]
     form = CalculatorForm(form_data(QueryDict(query)))
-    context = _calculate(form) if form.is_valid() else {}
+    context = _calculate(form, _catalogue(request)) if form.is_valid() else {}
     if "result" not in context:
         return HttpResponseBadRequest(_("This result cannot be saved: fix the form first."))
     saved = saved_result_create(
