@@ -86,6 +86,8 @@ def test_a_bad_value_shows_its_message_and_no_server_error(page, live_server):
     page.wait_for_selector("#errors_batch:has-text('Must be at least 1.')")
     # The last valid result stays visible (dimmed) instead of a blank panel.
     assert headline(page) == total
+    opacity = page.evaluate("getComputedStyle(document.querySelector('#result')).opacity")
+    assert float(opacity) < 1
     assert page.server_errors == []
     screenshot(page, "calculator-bad-value")
 
@@ -101,3 +103,15 @@ def test_usable_on_a_phone_and_passes_an_accessibility_check(browser, live_serve
     serious = [v for v in results.response["violations"] if v["impact"] in {"serious", "critical"}]
     assert serious == [], results.generate_report()
     context.close()
+
+
+def test_suggestions_appear_while_typing(page, live_server):
+    page.goto(live_server.url + "/")
+    with page.expect_response(lambda r: "/suggest" in r.url):
+        page.fill("#id_model", "qwen2.5")
+    options = page.locator("#model-suggestions option")
+    page.wait_for_function("document.querySelectorAll('#model-suggestions option').length > 1")
+    values = [options.nth(i).get_attribute("value") for i in range(options.count())]
+    assert any(value.startswith("Qwen2.5") for value in values)
+    # A datalist is the browser's own keyboard-navigable list (arrow keys, Enter).
+    assert page.locator("#id_model").get_attribute("list") == "model-suggestions"
