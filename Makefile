@@ -60,7 +60,7 @@ setup: $(VENV)/.installed var/secret_key messages
 	$(LOCAL_ENV) $(PY) manage.py collectstatic --noinput -v 0
 
 run: setup
-	@echo "Serving on http://$(HOST):$(PORT)/  (create an admin user: $(PY) manage.py createsuperuser, with DJANGO_SECRET_KEY from var/secret_key; see README)"
+	@echo "Serving on http://$(HOST):$(PORT)/  (create an admin user: $(PY) manage.py createsuperuser)"
 	$(LOCAL_ENV) exec $(VENV)/bin/gunicorn config.wsgi --bind "$(HOST):$(PORT)" \
 		--workers $(WEB_CONCURRENCY) --limit-request-line 8190 --access-logfile - --error-logfile -
 
