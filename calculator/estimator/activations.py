@@ -92,7 +92,6 @@ def materialises_scores(arch: Architecture, s: Setting) -> bool:
 
 def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     """Bytes autograd keeps for one decoder layer in a training step (per GPU)."""
-    tp = s.plan.tp
     tokens = s.tokens
     h = arch.hidden_size
     p = s.act_bytes
@@ -155,9 +154,8 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     total = per_token * tokens
     if materialises_scores(arch, s):
         total += _eager_scores_saved(arch, s)
-    # tensor parallelism splits the attention/MLP interior; norms stay whole (no sequence
-    # parallelism), an approximation that over-counts slightly at tp > 1.
-    del tp
+    # Tensor parallelism splits the attention and MLP interior (heads and inner widths above);
+    # norms and the residual stream stay whole on each GPU (no sequence parallelism).
     return total
 
 

@@ -233,25 +233,8 @@ def _inference(
 
 
 def _layer_samples(arch: Architecture) -> list[int]:
-    """One dense and one MoE layer index are enough: layers of a kind are identical."""
-    samples = {0, arch.num_layers - 1}
-    if arch.moe_layers:
-        samples.add(arch.moe_layers[0])
-    return sorted(samples)
-
-
-def _sum_layers(arch: Architecture, fn: object, setting: act.Setting) -> float:
-    """Sum a per-layer function over all layers, computing each distinct layer kind once."""
-    assert callable(fn)
-    moe = set(arch.moe_layers) if arch.is_moe else set()
-    dense_count = arch.num_layers - len(moe)
-    total = 0.0
-    if dense_count:
-        dense_index = next(i for i in range(arch.num_layers) if i not in moe)
-        total += dense_count * fn(arch, setting, dense_index)
-    if moe:
-        total += len(moe) * fn(arch, setting, next(iter(sorted(moe))))
-    return total
+    """One layer of each kind (dense, MoE): layers of a kind are identical."""
+    return [index for index, _count in arch.layer_kinds]
 
 
 def _training(
@@ -356,11 +339,7 @@ def _training(
     if request.mixed_precision and not lora:
         master = base.data
         weights_resident = 0
-        working_copies = (
-            arch.linear_params / plan.tp * p
-            if arch.params_override is None
-            else params * 0.97 / plan.tp * p
-        )
+        working_copies = min(arch.linear_params, params) / plan.tp * p
         if plan.zero_stage == 3:
             working_copies = 2 * arch.largest_layer_params / plan.tp * p
     else:
@@ -398,7 +377,9 @@ def _training(
         lora_targets=targets,
         lora_rank=request.lora.rank if lora else 0,
     )
-    full_layers = _sum_layers(arch, act.training_layer_bytes, setting)
+    full_layers = sum(
+        count * act.training_layer_bytes(arch, setting, index) for index, count in arch.layer_kinds
+    )
     one_layer = max(act.training_layer_bytes(arch, setting, i) for i in _layer_samples(arch))
     working = max(act.backward_layer_working_bytes(arch, setting, i) for i in _layer_samples(arch))
     model_level = act.model_level_bytes(arch, setting)

@@ -29,8 +29,8 @@ def weight_bytes(
     """
     fmt = WEIGHT_FORMATS[weight_format]
     total = arch.params_total
-    linear = arch.linear_params if arch.params_override is None else int(total * 0.97)
-    linear = min(linear, total)
+    # A custom model's stated total can be below what its (guessed) shape implies.
+    linear = min(arch.linear_params, total)
     other = total - linear
     split = plan.tp * plan.parameter_shards
     norms = (
