@@ -33,10 +33,12 @@ def weight_bytes(
     linear = min(arch.linear_params, total)
     other = total - linear
     split = plan.tp * plan.parameter_shards
-    norms = (
-        arch.num_layers * (arch.pre_norms_per_layer + arch.post_norms_per_layer) * arch.hidden_size
+    norms = min(
+        other,
+        arch.num_layers * (arch.pre_norms_per_layer + arch.post_norms_per_layer) * arch.hidden_size,
     )
-    other_split = max(other - norms, 0) / split + norms / plan.parameter_shards
+    # Norms are replicated under tensor parallelism; embeddings, LM head and biases are split.
+    other_split = (other - norms) / split + norms / plan.parameter_shards
     data = linear * fmt.data_bytes / split + other_split * other_bytes
     overhead = linear * fmt.overhead_bytes / split
     return WeightBytes(data=int(data), quantization_overhead=int(overhead))
