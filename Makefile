@@ -78,8 +78,9 @@ test: $(VENV)/.installed-dev var/secret_key messages browser-deps lint typecheck
 	$(VENV)/bin/pytest
 
 # On demand, not part of make test: timings vary between machines (README "Performance").
-bench: $(VENV)/.installed-dev var/secret_key
+bench: $(VENV)/.installed-dev setup
 	$(LOCAL_ENV) $(VENV)/bin/pytest benchmarks --benchmark-only -s -p no:cacheprovider
+	$(LOCAL_ENV) DJANGO_ALLOWED_HOSTS=127.0.0.1 $(PY) benchmarks/recompute_time.py
 
 bench-load: setup
 	$(LOCAL_ENV) $(PY) benchmarks/load.py
