@@ -25,7 +25,7 @@ from calculator.estimator import (
     EstimateResult,
 )
 from calculator.estimator.schemas import model_kind
-from calculator.forms import CalculatorForm, custom_model_payload
+from calculator.forms import CalculatorForm
 from calculator.models import GpuSpec, ModelPreset
 from calculator.selectors import gpu_list, preset_resolve
 
@@ -254,29 +254,20 @@ class PermalinkQuery(Schema):
     "numbers the page shows.",
 )
 def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
-    from calculator.views import form_data
+    from calculator.views import catalogue_for, form_data, resolve_form_model
 
     form = CalculatorForm(form_data(request.GET))
     if not form.is_valid():
         return _errors(422, [(name, str(msgs[0])) for name, msgs in form.errors.items()])
-    cleaned = form.cleaned_data
-    preset = None
-    if cleaned["source"] == "custom":
-        model: dict[str, Any] = custom_model_payload(cleaned)
-    elif cleaned["source"] == "config":
-        model = {"config": cleaned["config_dict"]}
-    else:
-        match = preset_resolve(text=cleaned["model"])
-        if match.preset is None:
-            return _errors(404, [("model", f"No preset matches {cleaned['model']!r}.")])
-        preset = match.preset
-        model = {"config": preset.config}
+    resolved = resolve_form_model(form, catalogue_for(request))
+    if resolved.model is None:
+        return _errors(404, [("model", f"No preset matches {form.cleaned_data['model']!r}.")])
     try:
-        estimate_request = form.estimate_request(model)
-        gpu_slug = cleaned.get("gpu") or None
+        estimate_request = form.estimate_request(resolved.model)
+        gpu_slug = form.cleaned_data.get("gpu") or None
         if gpu_slug and not GpuSpec.objects.filter(slug=gpu_slug, active=True).exists():
             gpu_slug = None
-        return _respond(estimate_request, preset, gpu_slug)
+        return _respond(estimate_request, resolved.preset, gpu_slug)
     except ConfigError as error:
         return _errors(422, [("model", str(error))])
     except PydanticValidationError as error:

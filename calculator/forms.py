@@ -112,6 +112,20 @@ def _int(
     )
 
 
+def _float(label: Any, lo: float, hi: float) -> forms.FloatField:
+    return forms.FloatField(
+        label=label,
+        min_value=lo,
+        max_value=hi,
+        required=False,
+        error_messages={
+            "invalid": _("Enter a number."),
+            "min_value": _("Must be at least %(limit_value)s."),
+            "max_value": _("Must be at most %(limit_value)s."),
+        },
+    )
+
+
 class CalculatorForm(forms.Form):
     source = forms.ChoiceField(
         label=_("Model from"), choices=SOURCE_CHOICES, required=False, widget=forms.RadioSelect
@@ -124,17 +138,7 @@ class CalculatorForm(forms.Form):
             "Type a name as you know it: qwen2-7B, Llama 3.1 8B, meta-llama/Llama-3.1-8B-Instruct."
         ),
     )
-    params = forms.FloatField(
-        label=_("Parameters (billions)"),
-        min_value=0.001,
-        max_value=100_000,
-        required=False,
-        error_messages={
-            "invalid": _("Enter a number."),
-            "min_value": _("Must be at least %(limit_value)s."),
-            "max_value": _("Must be at most %(limit_value)s."),
-        },
-    )
+    params = _float(_("Parameters (billions)"), 0.001, 100_000)
     layers = _int(_("Layers"), 1, 10_000, required=False)
     hidden = _int(_("Hidden size"), 1, 1_000_000, required=False)
     heads = _int(_("Attention heads"), 1, 10_000, required=False)
@@ -372,17 +376,7 @@ class FitsForm(forms.Form):
     seq = _int(_("Context length (tokens)"), 1, 1_048_576)
     batch = _int(_("Batch size"), 1, 4096)
     gpu = forms.CharField(label=_("Your GPU"), max_length=100, required=False)
-    gb = forms.FloatField(
-        label=_("…or its memory (GB)"),
-        min_value=1,
-        max_value=100_000,
-        required=False,
-        error_messages={
-            "invalid": _("Enter a number."),
-            "min_value": _("Must be at least %(limit_value)s."),
-            "max_value": _("Must be at most %(limit_value)s."),
-        },
-    )
+    gb = _float(_("…or its memory (GB)"), 1, 100_000)
     count = _int(_("Number of GPUs"), 1, 1024)
 
     DEFAULTS: dict[str, Any] = {"mode": "inference", "seq": 4096, "batch": 1, "count": 1}

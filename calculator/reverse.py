@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from calculator.estimator import EstimateRequest, estimate
+from calculator.estimator import ConfigModel, EstimateRequest, estimate
 from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.models import DEFAULT_USABLE_FRACTION, ModelPreset
 from calculator.presenters import largest_fitting
@@ -42,7 +42,9 @@ class Workload:
     seq_len: int
     batch_size: int
 
-    def request(self, model: dict[str, Any], precision: str, **extra: Any) -> EstimateRequest:
+    def request(
+        self, model: dict[str, Any] | ConfigModel, precision: str, **extra: Any
+    ) -> EstimateRequest:
         fields: dict[str, Any] = {
             "model": model,
             "mode": self.mode,
@@ -58,6 +60,11 @@ class Workload:
         else:
             fields["precision"] = precision
         return EstimateRequest.model_validate(fields)
+
+
+def _descriptions(presets: list[ModelPreset]) -> dict[int, ConfigModel]:
+    """One model description per preset, so each config is parsed once for all precisions."""
+    return {preset.pk: ConfigModel(config=preset.config) for preset in presets}
 
 
 def tier_usable_bytes(gb: float) -> int:
@@ -110,10 +117,11 @@ def preset_totals(
 ) -> dict[str, list[tuple[ModelPreset, int]]]:
     """Each catalogue model's total at each precision, computed once for the whole table."""
     totals: dict[str, list[tuple[ModelPreset, int]]] = {}
+    models = _descriptions(presets)
     for precision in precisions:
         rows = []
         for preset in presets:
-            request = workload.request({"config": preset.config}, precision)
+            request = workload.request(models[preset.pk], precision)
             rows.append((preset, estimate(request).total_bytes))
         totals[precision] = sorted(rows, key=lambda row: -row[0].params_total)
     return totals
@@ -159,9 +167,10 @@ def models_that_fit(
             zero_stage=0 if workload.mode == "inference" else 3,
         )
     fits = []
+    models = _descriptions(presets)
     for preset in presets:
         for precision in PRECISIONS_BY_MODE[workload.mode]:
-            request = workload.request({"config": preset.config}, precision, **extra)
+            request = workload.request(models[preset.pk], precision, **extra)
             result = estimate(request)
             if result.total_bytes <= usable_bytes:
                 limit = preset.max_context or 131_072

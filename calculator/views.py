@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -34,14 +35,13 @@ from calculator.forms import (
     attach_estimator_error,
     custom_model_payload,
 )
-from calculator.models import GpuSpec, SavedResult, config_hash
+from calculator.models import GpuSpec, ModelPreset, SavedResult, config_hash
 from calculator.selectors import (
     SNAPSHOT,
     CatalogueSnapshot,
     catalogue_version,
     gpu_list,
     preset_list,
-    preset_resolve,
     preset_suggest,
 )
 from calculator.services import saved_result_create
@@ -91,7 +91,7 @@ def form_data(query: QueryDict) -> QueryDict:
 RESULT_CACHE_SECONDS = 600
 
 
-def _catalogue(request: HttpRequest) -> CatalogueSnapshot:
+def catalogue_for(request: HttpRequest) -> CatalogueSnapshot:
     """The process's catalogue memo, refreshed once per request against the database."""
     if not hasattr(request, "_catalogue"):
         request._catalogue = SNAPSHOT.refresh(catalogue_version())  # type: ignore[attr-defined]
@@ -108,7 +108,7 @@ def _cache_key(request: HtmxHttpRequest) -> str | None:
             get_language() or "",
             str(partial),
             request.get_full_path(),
-            _catalogue(request).version or "",
+            catalogue_for(request).version or "",
         ]
     )
     return "page:" + hashlib.sha256(raw.encode()).hexdigest()
@@ -136,11 +136,11 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     form = CalculatorForm(form_data(source))
     context: dict[str, Any] = {
         "form": form,
-        "gpus": _catalogue(request).gpus,
+        "gpus": catalogue_for(request).gpus,
         "custom_fields": CUSTOM_FIELDS,
     }
     if form.is_valid():
-        context.update(_calculate(form, _catalogue(request)))
+        context.update(_calculate(form, catalogue_for(request)))
     # Every field's message slot is refreshed, so fixed fields lose their old message.
     context["field_errors"] = [(name, form.errors.get(name, ())) for name in FIELDS_WITH_ERRORS]
     export = source.get("format")
@@ -156,24 +156,40 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What a valid form describes: the estimator's model, and the preset if one was named."""
+
+    model: dict[str, Any] | ConfigModel | None
+    preset: ModelPreset | None = None
+    suggestions: tuple[ModelPreset, ...] = ()
+
+
+def resolve_form_model(form: CalculatorForm, catalogue: CatalogueSnapshot) -> ResolvedModel:
+    """The model a cleaned calculator form (page or API permalink) describes."""
+    cleaned = form.cleaned_data
+    if cleaned["source"] == "custom":
+        return ResolvedModel(custom_model_payload(cleaned))
+    if cleaned["source"] == "config":
+        return ResolvedModel({"config": cleaned["config_dict"]})
+    match = catalogue.resolve(cleaned["model"])
+    if match.preset is None:
+        return ResolvedModel(None, suggestions=tuple(match.suggestions))
+    return ResolvedModel(catalogue.description(match.preset), match.preset)
+
+
 def _resolve_model(
     form: CalculatorForm, catalogue: CatalogueSnapshot
 ) -> tuple[dict[str, Any] | ConfigModel | None, dict[str, Any]]:
-    cleaned = form.cleaned_data
+    resolved = resolve_form_model(form, catalogue)
     extra: dict[str, Any] = {}
-    if cleaned["source"] == "custom":
-        return custom_model_payload(cleaned), extra
-    if cleaned["source"] == "config":
-        return {"config": cleaned["config_dict"]}, extra
-    match = preset_resolve(text=cleaned["model"])
-    if match.preset is None:
-        form.add_error(
-            "model", _("No model in the catalogue matches “%(name)s”.") % {"name": cleaned["model"]}
-        )
-        extra["suggestions"] = match.suggestions
-        return None, extra
-    extra["preset"] = match.preset
-    return catalogue.description(match.preset), extra
+    if resolved.preset is not None:
+        extra["preset"] = resolved.preset
+    if resolved.model is None:
+        name = form.cleaned_data["model"]
+        form.add_error("model", _("No model in the catalogue matches “%(name)s”.") % {"name": name})
+        extra["suggestions"] = list(resolved.suggestions)
+    return resolved.model, extra
 
 
 def _calculate(form: CalculatorForm, catalogue: CatalogueSnapshot) -> dict[str, Any]:
@@ -300,7 +316,7 @@ def save_result(request: HttpRequest) -> HttpResponse:
         return response
     query = request.POST.get("query", "")[:MAX_QUERY_CHARS]
     form = CalculatorForm(form_data(QueryDict(query)))
-    context = _calculate(form, _catalogue(request)) if form.is_valid() else {}
+    context = _calculate(form, catalogue_for(request)) if form.is_valid() else {}
     if "result" not in context:
         return HttpResponseBadRequest(_("This result cannot be saved: fix the form first."))
     saved = saved_result_create(
