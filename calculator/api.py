@@ -67,15 +67,27 @@ class ApiEstimateRequest(EstimateRequest):
 
 
 class Verdict(Schema):
-    gpu: str
+    gpu: str | None = Field(description="The GPU slug; null for a memory amount (vram).")
     gpu_name: str
     usable_bytes: int = Field(description="Memory the card exposes to programs.")
     fits: bool
     headroom_bytes: int = Field(description="Usable minus total; negative when it does not fit.")
 
 
+class ModelEcho(Schema):
+    name: str = Field(description="The model the numbers are for, as the page names it.")
+    preset: str | None = Field(description="The catalogue slug, when a preset matched.")
+    hf_repo: str | None = Field(description="The model's Hugging Face repository, if known.")
+    model_type: str = Field(description="The config's model_type ('custom' for a shape).")
+
+
 class ApiEstimateResponse(EstimateResult):
     preset: str | None = Field(default=None, description="The preset slug used, if any.")
+    model: ModelEcho = Field(description="The model matched.")
+    inputs: dict[str, Any] = Field(
+        description="Every input of the request as the estimator read it (defaults filled in), "
+        "without the model description."
+    )
     verdict: Verdict | None = None
 
 
@@ -163,22 +175,47 @@ def _resolve(payload: ApiEstimateRequest) -> tuple[EstimateRequest, ModelPreset 
 
 
 def _respond(
-    request: EstimateRequest, preset: ModelPreset | None, gpu_slug: str | None
+    request: EstimateRequest,
+    preset: ModelPreset | None,
+    gpu_slug: str | None,
+    *,
+    vram_gb: float | None = None,
 ) -> dict[str, Any]:
+    from calculator.estimator import resolve_architecture
+    from calculator.views import own_card
+
     result = presenters.cached_estimate(request)
-    body: dict[str, Any] = result.model_dump(mode="json")
+    arch = resolve_architecture(request.model)
+    if preset is not None:
+        name = preset.display_name
+    elif isinstance(request.model, ConfigModel):
+        name = f"Pasted config ({arch.model_type})"
+    else:
+        name = "Custom model"
+    body: dict[str, Any] = presenters.result_payload(
+        result,
+        request,
+        model_name=name,
+        preset_slug=preset.slug if preset else None,
+        hf_repo=preset.hf_repo if preset else None,
+        model_type=arch.model_type,
+    )
     body["preset"] = preset.slug if preset else None
     body["verdict"] = None
-    if gpu_slug:
-        gpu = GpuSpec.objects.filter(slug=gpu_slug, active=True).first()
-        if gpu is None:
+    card: Any = None
+    if vram_gb:
+        card = own_card(vram_gb)
+    elif gpu_slug:
+        card = GpuSpec.objects.filter(slug=gpu_slug, active=True).first()
+        if card is None:
             raise HttpError(404, f"No GPU with slug {gpu_slug!r}; see /api/v1/gpus.")
+    if card is not None:
         body["verdict"] = {
-            "gpu": gpu.slug,
-            "gpu_name": gpu.name,
-            "usable_bytes": gpu.usable_bytes,
-            "fits": result.total_bytes <= gpu.usable_bytes,
-            "headroom_bytes": gpu.usable_bytes - result.total_bytes,
+            "gpu": card.slug or None,
+            "gpu_name": str(card.name),
+            "usable_bytes": card.usable_bytes,
+            "fits": result.total_bytes <= card.usable_bytes,
+            "headroom_bytes": card.usable_bytes - result.total_bytes,
         }
     return body
 
@@ -244,6 +281,10 @@ class PermalinkQuery(Schema):
     zero: str | None = None
     tp: str | None = None
     gpu: str | None = Field(default=None, description="A GPU slug.")
+    vram: str | None = Field(
+        default=None, description="Your card's memory in GB (instead of a catalogue GPU)."
+    )
+    cfg: str | None = Field(default=None, description="The id of a config pasted on the page.")
 
 
 @api.get(
@@ -267,7 +308,9 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
         gpu_slug = form.cleaned_data.get("gpu") or None
         if gpu_slug and not GpuSpec.objects.filter(slug=gpu_slug, active=True).exists():
             gpu_slug = None
-        return _respond(estimate_request, resolved.preset, gpu_slug)
+        return _respond(
+            estimate_request, resolved.preset, gpu_slug, vram_gb=form.cleaned_data.get("vram")
+        )
     except ConfigError as error:
         return _errors(422, [("model", str(error))])
     except PydanticValidationError as error:

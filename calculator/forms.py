@@ -91,6 +91,7 @@ PERMALINK_KEYS = (
     "source", "model", "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter",
     "vocab", "experts", "active_experts", "mode", "precision", "mixed", "kv", "optimizer",
     "batch", "seq", "ckpt", "attn", "lora_rank", "lora_targets", "gpus", "zero", "tp", "gpu",
+    "vram", "cfg",
 )  # fmt: skip
 
 
@@ -177,6 +178,7 @@ class CalculatorForm(forms.Form):
     zero = forms.ChoiceField(label=_("ZeRO / FSDP stage"), choices=ZERO_CHOICES)
     tp = _int(_("Tensor parallel"), 1, 65_536)
     gpu = forms.CharField(label=_("GPU"), max_length=100, required=False)
+    vram = _float(_("…or my card's memory (GB)"), 1, 100_000)
 
     HELP: dict[str, Any] = {
         "mode": _(
@@ -222,6 +224,9 @@ class CalculatorForm(forms.Form):
         "gpu": _(
             "The card to check the result against: its usable memory, not the marketed figure."
         ),
+        "vram": _(
+            "Any card not in the list: its memory as marketed. Counts 98.5% of it as usable, as the driver reports for most cards."
+        ),
     }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -245,7 +250,14 @@ class CalculatorForm(forms.Form):
             )
         if source == "config":
             text = (cleaned.get("config") or "").strip()
-            if not text:
+            if not text and self.data.get("cfg"):
+                self.add_error(
+                    "config",
+                    _(
+                        "This link's pasted config is no longer stored on the server; paste the config.json again."
+                    ),
+                )
+            elif not text:
                 self.add_error("config", _("Paste the model's config.json."))
             else:
                 try:

@@ -7,10 +7,8 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import translate_url
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import (
-    get_language,
     get_language_from_request,
     get_supported_language_variant,
 )
@@ -33,7 +31,7 @@ def switch_language(request: HttpRequest, code: str) -> HttpResponse:
         language = get_supported_language_variant(code)
     except LookupError:
         language = settings.LANGUAGE_CODE
-    response = HttpResponseRedirect(translate_url(_safe_next(request), language))
+    response = HttpResponseRedirect(localized_path(_safe_next(request), language))
     response.set_cookie(
         settings.LANGUAGE_COOKIE_NAME,
         language,
@@ -71,20 +69,42 @@ class FirstVisitLanguageMiddleware:
         return response
 
 
+def _language_prefixes() -> tuple[str, ...]:
+    return tuple(code for code, _name in settings.LANGUAGES if code != settings.LANGUAGE_CODE)
+
+
+def neutral_path(path: str) -> str:
+    """The path without its language prefix (English, the default, has none)."""
+    for code in _language_prefixes():
+        prefix = f"/{code}"
+        if path == prefix or path.startswith(prefix + "/") or path.startswith(prefix + "?"):
+            rest = path[len(prefix) :]
+            return rest if rest.startswith("/") else "/" + rest
+    return path
+
+
+def localized_path(path: str, language: str) -> str:
+    """The same page, query included, in ``language``.
+
+    A string operation on the prefix rather than Django's ``translate_url``: that one resolves
+    the path in the *active* language, which on ``/lang/…`` is whatever the cookie says, so a
+    ``/es/`` page could never be left for English.
+    """
+    neutral = neutral_path(path)
+    return neutral if language == settings.LANGUAGE_CODE else f"/{language}{neutral}"
+
+
 def language_links(request: HttpRequest) -> dict[str, Any]:
     """Context: every language with the URL of this page (and its inputs) in it.
 
     Language prefixes are plain path prefixes here (English has none), so the URL in another
     language is a string operation, not a URL resolution per language.
     """
-    current = request.get_full_path()
-    active = get_language()
-    path = current
-    if active and active != settings.LANGUAGE_CODE and current.startswith(f"/{active}/"):
-        path = current[len(active) + 1 :]
+    # After a POST (a pasted config) the view records the permalink the page now shows.
+    current = getattr(request, "permalink_path", None) or request.get_full_path()
     links = []
     for code, name in settings.LANGUAGES:
-        localized = path if code == settings.LANGUAGE_CODE else f"/{code}{path}"
+        localized = localized_path(current, code)
         links.append(
             {
                 "code": code,

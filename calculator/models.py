@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -245,3 +246,27 @@ class SavedResult(models.Model):
 
 def config_hash(config: Any) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+class PastedConfig(models.Model):
+    """A config.json pasted on the page, stored once under its content hash so that the
+    permalink carries a short id instead of the text (a URL has a length limit; a config
+    does not)."""
+
+    id = models.CharField(primary_key=True, max_length=32, editable=False)
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    used_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        verbose_name = _("pasted config")
+        verbose_name_plural = _("pasted configs")
+
+    def __str__(self) -> str:
+        return self.id
+
+
+def pasted_config_id(text: str) -> str:
+    """22 URL-safe characters of the text's SHA-256: the same config always gets the same id."""
+    digest = hashlib.sha256(text.encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.utils.formats import number_format
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
@@ -118,11 +119,8 @@ def formula(key: str, request: EstimateRequest, result: EstimateResult, arch: Ar
         request.precision if request.precision in {"fp32", "fp16", "bf16"} else "bf16"
     )
     tokens = request.batch_size * request.seq_len
-    if key == "weights" and request.mode in {"inference", "full_finetune", "pretrain", "lora"}:
-        return _("= %(params)s parameters × %(bytes)s bytes.") % {
-            "params": _n(result.params_total),
-            "bytes": bytes_of.get(request.precision, "2"),
-        }
+    if key == "weights":
+        return _weights_formula(request, result, arch, bytes_of)
     if key == "kv_cache":
         return _(
             "= 2 × %(layers)s layers × %(kv)s KV heads × %(dim)s × %(bytes)s bytes × %(batch)s × %(seq)s tokens."
@@ -161,6 +159,38 @@ def formula(key: str, request: EstimateRequest, result: EstimateResult, arch: Ar
     return ""
 
 
+def _weights_formula(
+    request: EstimateRequest, result: EstimateResult, arch: Architecture, bytes_of: dict[str, str]
+) -> str:
+    """Quantized weights: the packed linear layers and the part kept in 16 (QLoRA: 32) bits are
+    two terms, so the formula multiplies out to the figure beside it."""
+    precision = "nf4" if request.mode == "qlora" else request.precision
+    quantized = precision in {"fp8", "int8", "int4", "int2", "nf4"}
+    if request.mixed_precision:
+        precision = "fp32"
+    if not quantized:
+        text = _("= %(params)s parameters × %(bytes)s bytes.") % {
+            "params": _n(result.params_total),
+            "bytes": bytes_of.get(precision, "2"),
+        }
+    else:
+        linear = min(arch.linear_params, result.params_total)
+        kept_dtype = "fp32" if request.mode == "qlora" else "bf16"
+        text = _(
+            "= %(linear)s parameters of linear layers × %(bytes)s bytes + %(kept)s parameters of embeddings, LM head and norms, kept in %(dtype)s, × %(kept_bytes)s bytes."
+        ) % {
+            "linear": _n(linear),
+            "bytes": "½" if precision == "nf4" else bytes_of.get(precision, "2"),
+            "kept": _n(result.params_total - linear),
+            "dtype": kept_dtype.upper(),
+            "kept_bytes": bytes_of[kept_dtype],
+        }
+    shards = request.num_gpus if request.zero_stage == 3 else request.tensor_parallel
+    if shards > 1:
+        text += " " + _("Split over %(n)s GPUs.") % {"n": shards}
+    return str(text)
+
+
 @dataclass(frozen=True)
 class Segment:
     label: str
@@ -188,17 +218,22 @@ class Verdict:
     nominal_gib: float
     headroom_percent: float
     shortfall_gib: float
+    usable_bytes: int
+    shortfall_bytes: int
 
 
 def verdict(total_bytes: int, usable_bytes: int, nominal_bytes: int) -> Verdict:
     fits = total_bytes <= usable_bytes
     headroom = 100 * (usable_bytes - total_bytes) / usable_bytes if usable_bytes else 0.0
+    shortfall = max(0, total_bytes - usable_bytes)
     return Verdict(
         fits,
         gib(usable_bytes),
         gib(nominal_bytes),
         headroom,
-        gib(max(0, total_bytes - usable_bytes)),
+        gib(shortfall),
+        usable_bytes,
+        shortfall,
     )
 
 
@@ -330,20 +365,236 @@ def markdown(
     gpu_name: str | None,
     verdict: Verdict | None,
     link: str,
+    inputs: list[tuple[str, str]] = (),  # type: ignore[assignment]
 ) -> str:
-    """A Markdown summary to paste into an issue or a notebook."""
+    """A Markdown summary to paste into an issue or a notebook, in the active language, with
+    numbers rounded and formatted as the page shows them."""
+    from calculator.templatetags.calculator_format import gib as fmt_gib
+    from calculator.templatetags.calculator_format import percent, phase_label
+
+    per_gpu = _("per GPU") if result.num_gpus > 1 else _("total")
     lines = [
-        f"### {title}: {gib(result.total_bytes):.2f} GiB per GPU",
+        f"### {title}: {fmt_gib(result.total_bytes)} GiB {per_gpu}",
         "",
-        f"| {_('Component')} | GiB | % |",
+    ]
+    if inputs:
+        lines += [f"- {label}: {value}" for label, value in inputs]
+        lines.append("")
+    lines += [
+        f"| {_('Component')} | GiB | {_('Share')} |",
         "|---|---:|---:|",
-        *[f"| {row.label} | {row.gib:.2f} | {row.share:.1f} |" for row in rows],
-        f"| **{_('Total')}** | **{gib(result.total_bytes):.2f}** | 100 |",
+        *[f"| {row.label} | {fmt_gib(row.bytes)} | {percent(row.share, 1)} |" for row in rows],
+        f"| **{_('Total')}** | **{fmt_gib(result.total_bytes)}** | {percent(100)} |",
         "",
-        f"{_('Peak allocated')}: {gib(result.peak_allocated_bytes):.2f} GiB ({result.peak_phase}).",
+        _("Peak of live tensors: %(peak)s GiB, reached in the %(phase)s.")
+        % {"peak": fmt_gib(result.peak_allocated_bytes), "phase": phase_label(result.peak_phase)},
     ]
     if verdict is not None and gpu_name:
         state = _("fits") if verdict.fits else _("does not fit")
-        lines.append(f"{gpu_name}: {state} ({verdict.usable_gib:.2f} GiB usable).")
+        usable = fmt_gib(verdict.usable_bytes)
+        lines.append(
+            _("%(gpu)s: %(state)s (%(usable)s GiB usable).")
+            % {"gpu": gpu_name, "state": state, "usable": usable}
+        )
     lines += ["", link, ""]
-    return "\n".join(lines)
+    return "\n".join(str(line) for line in lines)
+
+
+StrOrPromise = str | Promise
+
+
+@dataclass(frozen=True)
+class QualityNote:
+    """What a weight or KV-cache format costs in output quality, and where that is measured."""
+
+    level: str  # "none", "small", "moderate", "large"
+    text: StrOrPromise
+    source: str
+
+
+QUALITY_SOURCE_INT8 = "Dettmers et al. 2022, LLM.int8() (arXiv:2208.07339) §4"
+QUALITY_SOURCE_FP8 = "Micikevicius et al. 2022, FP8 Formats for Deep Learning (arXiv:2209.05433) §4"
+QUALITY_SOURCE_LOW_BIT = (
+    "Huang et al. 2024, How Good Are Low-bit Quantized LLaMA3 Models? (arXiv:2404.14047) §3"
+)
+QUALITY_SOURCE_KV = "Hooper et al. 2024, KVQuant (arXiv:2401.18079) §5"
+
+PRECISION_QUALITY: dict[str, QualityNote] = {
+    "fp32": QualityNote("none", _("full precision"), ""),
+    "bf16": QualityNote("none", _("no loss: the format most models are published in"), ""),
+    "fp16": QualityNote("none", _("no loss: the format most models are published in"), ""),
+    "fp8": QualityNote(
+        "small",
+        _("negligible loss: FP8 matches 16-bit results in published tests"),
+        QUALITY_SOURCE_FP8,
+    ),
+    "int8": QualityNote(
+        "small",
+        _("negligible loss: 8-bit weights match 16-bit results in published tests"),
+        QUALITY_SOURCE_INT8,
+    ),
+    "int4": QualityNote(
+        "moderate",
+        _("small loss: 4-bit weights stay close to 16-bit on most benchmarks"),
+        QUALITY_SOURCE_LOW_BIT,
+    ),
+    "int2": QualityNote(
+        "large",
+        _("large loss: 2-bit weights usually break the model's answers"),
+        QUALITY_SOURCE_LOW_BIT,
+    ),
+}
+# Formats whose quality cost a suggestion may accept without being asked (not 2-bit).
+ACCEPTABLE_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A combination of settings that fits, with what it gives up."""
+
+    precision: str
+    kv_cache_precision: str | None
+    seq_len: int
+    total_bytes: int
+    quality: QualityNote
+    shortened: bool
+
+
+def best_combination(
+    request: EstimateRequest, usable_bytes: int, max_context: int | None
+) -> Suggestion | None:
+    """The least lossy combination that fits: weights at 16, 8 or 4 bits, an 8-bit KV cache,
+    then shorter contexts (halving down to 2,048 tokens). Never 2-bit: that is offered only as
+    the last resort with its warning. Inference and LoRA/QLoRA only (the weights can be
+    quantized there)."""
+    if request.mode not in {"inference", "lora", "qlora"}:
+        return None
+    seq = min(request.seq_len, max_context or request.seq_len)
+    contexts = [seq]
+    while contexts[-1] > 2048:
+        contexts.append(max(2048, contexts[-1] // 2))
+    precisions = [p for p in ("bf16", "int8", "int4") if request.mode != "qlora" or p == "bf16"]
+    kv_options: list[str | None] = [None]
+    if request.mode == "inference":
+        kv_options.append("int8")
+    for context in contexts:
+        for precision in precisions:
+            for kv in kv_options:
+                try:
+                    changed = with_changes(
+                        request,
+                        precision=precision,
+                        kv_cache_precision=kv or request.kv_cache_precision,
+                        seq_len=context,
+                    )
+                except ValueError:
+                    continue
+                total = cached_estimate(changed).total_bytes
+                if total <= usable_bytes:
+                    return Suggestion(
+                        precision=precision,
+                        kv_cache_precision=kv,
+                        seq_len=context,
+                        total_bytes=total,
+                        quality=PRECISION_QUALITY[precision],
+                        shortened=context < request.seq_len,
+                    )
+    return None
+
+
+def context_warning(seq_len: int, max_context: int | None) -> int | None:
+    """The model's trained window when the chosen context exceeds it (else None)."""
+    if max_context and seq_len > max_context:
+        return max_context
+    return None
+
+
+MODE_LABELS = {
+    "inference": _("Inference"),
+    "full_finetune": _("Full fine-tuning"),
+    "lora": _("LoRA"),
+    "qlora": _("QLoRA"),
+    "pretrain": _("Training from scratch"),
+}
+ATTENTION_LABELS = {"flash": _("FlashAttention / SDPA"), "eager": _("Eager attention")}
+OPTIMIZER_LABELS = {
+    "adamw": _("AdamW"),
+    "adamw_8bit": _("8-bit AdamW"),
+    "sgd": _("SGD"),
+    "sgd_momentum": _("SGD with momentum"),
+    "adafactor": _("Adafactor"),
+    "lion": _("Lion"),
+}
+
+
+def inputs_summary(request: EstimateRequest, *, gpu_name: str | None) -> list[tuple[str, str]]:
+    """Every input that shaped a result, as (label, value) in the active language: what a saved
+    snapshot and the Markdown export show, so a reader knows what was computed."""
+    training = request.mode != "inference"
+    rows: list[tuple[str, str]] = [
+        (str(_("Mode")), str(MODE_LABELS[request.mode])),
+        (
+            str(_("Precision")),
+            "NF4" if request.mode == "qlora" else request.precision.upper(),
+        ),
+        (str(_("Sequence length (tokens)")), _n(request.seq_len)),
+        (str(_("Batch size")), _n(request.batch_size)),
+        (str(_("Attention kernel")), str(ATTENTION_LABELS[request.attention])),
+    ]
+    if not training:
+        kv = request.kv_cache_precision or compute_dtype_label(request.precision)
+        rows.append((str(_("KV-cache precision")), kv.upper()))
+    if request.mode in {"full_finetune", "pretrain"}:
+        rows.append(
+            (str(_("Mixed precision (fp32 master weights)")), _yes_no(request.mixed_precision))
+        )
+    if training:
+        rows.append((str(_("Optimizer")), str(OPTIMIZER_LABELS[request.optimizer])))
+        rows.append((str(_("Gradient checkpointing")), _yes_no(request.gradient_checkpointing)))
+    if request.mode in {"lora", "qlora"}:
+        targets = request.lora.targets
+        rows.append((str(_("LoRA rank")), _n(request.lora.rank)))
+        rows.append(
+            (
+                str(_("LoRA target modules")),
+                str(_("All linear layers")) if targets == "all-linear" else ", ".join(targets),
+            )
+        )
+    rows.append((str(_("Number of GPUs")), _n(request.num_gpus)))
+    if request.tensor_parallel > 1:
+        rows.append((str(_("Tensor parallel")), _n(request.tensor_parallel)))
+    if training and request.zero_stage:
+        rows.append((str(_("ZeRO / FSDP stage")), str(request.zero_stage)))
+    if gpu_name:
+        rows.append((str(_("GPU")), gpu_name))
+    return rows
+
+
+def compute_dtype_label(precision: str) -> str:
+    return precision if precision in {"fp32", "fp16", "bf16"} else "bf16"
+
+
+def _yes_no(value: bool) -> str:
+    return str(_("yes")) if value else str(_("no"))
+
+
+def result_payload(
+    result: EstimateResult,
+    request: EstimateRequest,
+    *,
+    model_name: str,
+    preset_slug: str | None,
+    hf_repo: str | None,
+    model_type: str,
+) -> dict[str, object]:
+    """The result as the JSON export and the API give it: the estimator's numbers, the model it
+    was computed for and every input echoed back (without the model description itself)."""
+    payload: dict[str, object] = result.model_dump(mode="json")
+    payload["model"] = {
+        "name": model_name,
+        "preset": preset_slug,
+        "hf_repo": hf_repo or None,
+        "model_type": model_type,
+    }
+    payload["inputs"] = request.model_dump(mode="json", exclude={"model"})
+    return payload

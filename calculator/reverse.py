@@ -95,6 +95,7 @@ def largest_params_billion(workload: Workload, precision: str, usable_bytes: int
 class Example:
     preset: ModelPreset
     total_bytes: int
+    above_headline: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,11 +136,19 @@ def tier_table(workload: Workload, presets: list[ModelPreset]) -> list[TierRow]:
         usable = tier_usable_bytes(gb)
         cells = []
         for precision in precisions:
-            fitting = [Example(p, t) for p, t in totals[precision] if t <= usable][:3]
+            honest = largest_params_billion(workload, precision, usable)
+            # Examples larger than the reference shape fit because they need less memory per
+            # parameter beside the weights (fewer KV heads or layers, sliding windows); they
+            # are marked, so the headline never silently contradicts them.
+            fitting = [
+                Example(p, t, above_headline=p.params_total > honest * 1e9)
+                for p, t in totals[precision]
+                if t <= usable
+            ][:3]
             cells.append(
                 Cell(
                     precision=precision,
-                    honest_billion=largest_params_billion(workload, precision, usable),
+                    honest_billion=honest,
                     naive_billion=naive_billion(gb, precision),
                     examples=fitting,
                 )
@@ -177,7 +186,8 @@ def models_that_fit(
                 context = largest_fitting(request, "seq_len", usable_bytes, limit) or 0
                 fits.append(ModelFit(preset, precision, context, result.total_bytes))
                 break
-    return sorted(fits, key=lambda fit: -fit.preset.params_total)
+    # 2-bit fits go last: they run, but with a large loss of quality (see PRECISION_QUALITY).
+    return sorted(fits, key=lambda fit: (fit.precision == "int2", -fit.preset.params_total))
 
 
 def naive_billion(gb: float, precision: str) -> float:
@@ -187,8 +197,17 @@ def naive_billion(gb: float, precision: str) -> float:
     return gb * (1 << 30) / bytes_per_param / 1e9
 
 
-def calculator_query(workload: Workload, preset: ModelPreset, precision: str, gpus: int = 1) -> str:
-    """The calculator permalink for a model at a setting of this page."""
+def calculator_query(
+    workload: Workload,
+    preset: ModelPreset,
+    precision: str,
+    gpus: int = 1,
+    *,
+    gpu_slug: str = "",
+    vram_gb: float | None = None,
+) -> str:
+    """The calculator permalink for a model at a setting of this page, checked against the
+    GPU (or the memory amount) chosen here."""
     from urllib.parse import urlencode
 
     params: dict[str, Any] = {
@@ -202,6 +221,10 @@ def calculator_query(workload: Workload, preset: ModelPreset, precision: str, gp
         params["mixed"] = "on"
     if workload.mode == "inference":
         params["kv"] = "bf16"
+    if gpu_slug:
+        params["gpu"] = gpu_slug
+    elif vram_gb:
+        params["vram"] = f"{vram_gb:g}"
     if gpus > 1:
         params["gpus"] = gpus
         if workload.mode == "inference":

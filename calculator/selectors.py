@@ -95,6 +95,7 @@ class CatalogueSnapshot:
         self.gpus: list[GpuSpec] = []
         self.matches: dict[str, PresetMatch] = {}
         self.descriptions: dict[int, ConfigModel] = {}
+        self.families: dict[str, list[ModelPreset]] = {}
 
     def refresh(self, version: str) -> CatalogueSnapshot:
         if version != self.version:
@@ -102,6 +103,7 @@ class CatalogueSnapshot:
             self.gpus = list(gpu_list())
             self.matches = {}
             self.descriptions = {}
+            self.families = {}
         return self
 
     def resolve(self, text: str) -> PresetMatch:
@@ -122,5 +124,22 @@ class CatalogueSnapshot:
             self.descriptions[preset.pk] = ConfigModel(config=preset.config)
         return self.descriptions[preset.pk]
 
+    def family(self, preset: ModelPreset) -> list[ModelPreset]:
+        """The active presets of the preset's family, largest first."""
+        if preset.family not in self.families:
+            self.families[preset.family] = list(
+                ModelPreset.objects.filter(active=True, family=preset.family).order_by(
+                    "-params_total"
+                )
+            )
+        return self.families[preset.family]
+
 
 SNAPSHOT = CatalogueSnapshot()
+
+
+def pasted_config_text(*, config_id: str) -> str | None:
+    """The text of a stored pasted config, or None once it has been pruned."""
+    from calculator.models import PastedConfig
+
+    return PastedConfig.objects.filter(pk=config_id).values_list("text", flat=True).first()

@@ -14,7 +14,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from calculator.estimator import Architecture, ConfigError, EstimateRequest, EstimateResult
-from calculator.models import GpuSpec, ModelPreset, SavedResult, alias_key, config_hash
+from calculator.models import (
+    GpuSpec,
+    ModelPreset,
+    PastedConfig,
+    SavedResult,
+    alias_key,
+    config_hash,
+    pasted_config_id,
+)
 
 PRESETS_DIR = Path(settings.BASE_DIR) / "presets"
 
@@ -259,3 +267,17 @@ def saved_result_create(
         gpu_usable_bytes=gpu.usable_bytes if gpu else None,
         gpu_nominal_bytes=gpu.nominal_bytes if gpu else None,
     )
+
+
+def pasted_config_store(*, text: str) -> str:
+    """Keep a pasted config under its content id (idempotent) and return the id. Bounded like
+    saved links: the least recently used rows beyond the cap are dropped."""
+    config_id = pasted_config_id(text)
+    updated = PastedConfig.objects.filter(pk=config_id).update(used_at=timezone.now())
+    if not updated:
+        PastedConfig.objects.get_or_create(pk=config_id, defaults={"text": text})
+        excess = PastedConfig.objects.count() - settings.SAVED_RESULT_MAX_ROWS
+        if excess > 0:
+            oldest = PastedConfig.objects.order_by("used_at").values_list("pk", flat=True)[:excess]
+            PastedConfig.objects.filter(pk__in=list(oldest)).delete()
+    return config_id

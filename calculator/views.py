@@ -17,6 +17,7 @@ from django.http import (
     QueryDict,
 )
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.formats import number_format
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
@@ -25,11 +26,13 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError as PydanticValidationError
 
+from calculator import forms as forms_module
 from calculator import presenters, reverse
 from calculator.estimator import ConfigError, ConfigModel, EstimateResult, resolve_architecture
 from calculator.forms import (
     DEFAULTS,
     FITS_MODE_CHOICES,
+    PERMALINK_KEYS,
     CalculatorForm,
     FitsForm,
     attach_estimator_error,
@@ -41,12 +44,15 @@ from calculator.selectors import (
     CatalogueSnapshot,
     catalogue_version,
     gpu_list,
+    pasted_config_text,
     preset_list,
     preset_suggest,
 )
-from calculator.services import saved_result_create
+from calculator.services import pasted_config_store, saved_result_create
 
 MAX_QUERY_CHARS = 16_000
+# Longer pasted configs are stored and linked by id (gunicorn's request line is 8190 bytes).
+MAX_LINKED_CONFIG_CHARS = 2_000
 FIELDS_WITH_ERRORS = tuple(name for name in CalculatorForm.base_fields if name != "gpu")
 
 CUSTOM_FIELDS = (
@@ -75,7 +81,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 def form_data(query: QueryDict) -> QueryDict:
-    """The submitted values over the defaults, so a partial permalink still works."""
+    """The submitted values over the defaults, so a partial permalink still works. A stored
+    pasted config (``cfg``) fills the config field when the text itself is not submitted."""
     data = QueryDict(mutable=True)
     for key, value in DEFAULTS.items():
         if isinstance(value, list):
@@ -85,7 +92,41 @@ def form_data(query: QueryDict) -> QueryDict:
     submitted = {key for key in query if key in CalculatorForm.base_fields}
     for key in submitted:
         data.setlist(key, query.getlist(key))
+    config_id = query.get("cfg", "")
+    if config_id and not (query.get("config") or "").strip():
+        data["config"] = pasted_config_text(config_id=config_id[:40]) or ""
+        data["cfg"] = config_id[:40]
     return data
+
+
+def submitted_query(request: HttpRequest) -> QueryDict:
+    """What the visitor submitted: the query string, or the body of a POST (the page posts
+    when a pasted config is too long for a URL; a saved link's 'query' field is a query)."""
+    if request.method != "POST":
+        return request.GET
+    if "query" in request.POST and len(request.POST) <= 2:
+        query = QueryDict(request.POST["query"][:MAX_QUERY_CHARS], mutable=True)
+        if request.POST.get("format"):
+            query["format"] = request.POST["format"]
+        return query
+    return request.POST
+
+
+def permalink_for(query: QueryDict, *, store_config: bool) -> QueryDict:
+    """The shareable query for a submission: permalink keys only, and a pasted config replaced
+    by the short id it is stored under (when the page posted it, or it is too long to link)."""
+    link = QueryDict(mutable=True)
+    for key in PERMALINK_KEYS:
+        if key in query:
+            link.setlist(key, query.getlist(key))
+    text = str(query.get("config") or "").strip()
+    if query.get("source") == "config" and text:
+        if store_config or len(text) > MAX_LINKED_CONFIG_CHARS:
+            link.pop("config", None)
+            link["cfg"] = pasted_config_store(text=text[: forms_module.MAX_CONFIG_CHARS])
+    elif "cfg" in query and query.get("source") == "config":
+        link["cfg"] = str(query.get("cfg") or "")
+    return link
 
 
 RESULT_CACHE_SECONDS = 600
@@ -114,9 +155,16 @@ def _cache_key(request: HtmxHttpRequest) -> str | None:
     return "page:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
+@csrf_exempt
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def index(request: HtmxHttpRequest) -> HttpResponse:
+    """The calculator: the whole page, or the result fragment for htmx.
+
+    POST is accepted, and CSRF-exempt on purpose: the page posts a pasted config (too long for a
+    URL) instead of putting it in the query string. Such a request only computes and stores the
+    pasted text under its hash, which a forged request could do as harmlessly as a real one.
+    """
     key = _cache_key(request)
     cached = cache.get(key) if key else None
     if cached is not None:
@@ -132,8 +180,8 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _index(request: HtmxHttpRequest) -> HttpResponse:
-    source = request.POST if request.method == "POST" else request.GET
-    form = CalculatorForm(form_data(source))
+    query = submitted_query(request)
+    form = CalculatorForm(form_data(query))
     context: dict[str, Any] = {
         "form": form,
         "gpus": catalogue_for(request).gpus,
@@ -141,9 +189,13 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     }
     if form.is_valid():
         context.update(_calculate(form, catalogue_for(request)))
+    link = permalink_for(query, store_config=request.method == "POST" and "result" in context)
+    context["query"] = link
+    if request.method == "POST":
+        request.permalink_path = f"{request.path}?{link.urlencode()}"  # type: ignore[attr-defined]
     # Every field's message slot is refreshed, so fixed fields lose their old message.
     context["field_errors"] = [(name, form.errors.get(name, ())) for name in FIELDS_WITH_ERRORS]
-    export = source.get("format")
+    export = query.get("format")
     if export in {"json", "md"} and "result" in context:
         return _export(request, export, context)
     template = "calculator/index.html"
@@ -152,6 +204,9 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
         if "result" not in context:
             # Keep the last valid result on screen (dimmed); only the field messages change.
             response["HX-Reswap"] = "none"
+            response["HX-Replace-Url"] = "false"
+        elif request.method == "POST":
+            response["HX-Replace-Url"] = f"{request.path}?{link.urlencode()}"
         return response
     return render(request, template, context)
 
@@ -192,6 +247,30 @@ def _resolve_model(
     return resolved.model, extra
 
 
+@dataclass(frozen=True)
+class OwnCard:
+    """A card described only by its memory ("my card has 12 GB"), checked like a catalogue GPU."""
+
+    gb: float
+    name: str
+    usable_bytes: int
+    nominal_bytes: int
+    slug: str = ""
+
+    @property
+    def display_label(self) -> str:
+        return self.name
+
+
+def own_card(gb: float) -> OwnCard:
+    return OwnCard(
+        gb=gb,
+        name=_("your %(gb)s GB card") % {"gb": number_format(gb, use_l10n=True)},
+        usable_bytes=reverse.tier_usable_bytes(gb),
+        nominal_bytes=int(gb * (1 << 30)),
+    )
+
+
 def _calculate(form: CalculatorForm, catalogue: CatalogueSnapshot) -> dict[str, Any]:
     model, context = _resolve_model(form, catalogue)
     if model is None:
@@ -203,7 +282,12 @@ def _calculate(form: CalculatorForm, catalogue: CatalogueSnapshot) -> dict[str, 
     except (ConfigError, PydanticValidationError) as error:
         attach_estimator_error(form, error)
         return context
-    gpu = catalogue.gpu(form.cleaned_data.get("gpu") or "", DEFAULTS["gpu"])
+    vram = form.cleaned_data.get("vram")
+    gpu: GpuSpec | OwnCard | None = (
+        own_card(vram)
+        if vram
+        else catalogue.gpu(form.cleaned_data.get("gpu") or "", DEFAULTS["gpu"])
+    )
     context["gpu"] = gpu
     context.update(
         request_obj=estimate_request,
@@ -211,18 +295,55 @@ def _calculate(form: CalculatorForm, catalogue: CatalogueSnapshot) -> dict[str, 
         arch=arch,
         **_result_context(estimate_request, result, gpu, arch, catalogue.gpus),
     )
+    preset = context.get("preset")
+    verdict = context.get("verdict")
+    if preset is not None and gpu is not None and verdict is not None and not verdict.fits:
+        context["smaller_model"] = _smaller_model(
+            catalogue, preset, estimate_request, gpu.usable_bytes
+        )
     return context
+
+
+def _smaller_model(
+    catalogue: CatalogueSnapshot, preset: ModelPreset, request: Any, usable_bytes: int
+) -> dict[str, Any] | None:
+    """The largest smaller model of the same family that fits at 16, 8 or 4 bits."""
+    if request.mode not in {"inference", "lora", "qlora"}:
+        return None
+    for candidate in catalogue.family(preset):
+        if candidate.params_total >= preset.params_total:
+            continue
+        description = catalogue.description(candidate)
+        for precision in ("bf16", "int8", "int4"):
+            if request.mode == "qlora" and precision != "bf16":
+                continue
+            try:
+                changed = presenters.with_changes(request, precision=precision)
+            except ValueError:
+                continue
+            changed = changed.model_copy(update={"model": description})
+            total = presenters.cached_estimate(changed).total_bytes
+            if total <= usable_bytes:
+                return {
+                    "preset": candidate,
+                    "precision": precision,
+                    "total_bytes": total,
+                    "quality": presenters.PRECISION_QUALITY[precision],
+                }
+    return None
 
 
 def _result_context(
     estimate_request: Any,
     result: EstimateResult,
-    gpu: GpuSpec | None,
+    gpu: GpuSpec | OwnCard | None,
     arch: Any,
     gpus: list[GpuSpec],
 ) -> dict[str, Any]:
     rows = presenters.breakdown_rows(result, estimate_request, arch)
     context: dict[str, Any] = {"rows": rows, "gpu": gpu}
+    max_context = arch.max_position_embeddings if arch else None
+    context["context_beyond"] = presenters.context_warning(estimate_request.seq_len, max_context)
     scale = result.total_bytes
     if gpu is not None:
         scale = max(scale, gpu.usable_bytes)
@@ -231,16 +352,19 @@ def _result_context(
         )
         context["capacity_x"] = 1000.0 * gpu.usable_bytes / scale
         usable = gpu.usable_bytes
+        precision = presenters.highest_fitting_precision(estimate_request, usable)
         context["levers"] = {
             "seq": presenters.largest_fitting(
-                estimate_request,
-                "seq_len",
-                usable,
-                (arch.max_position_embeddings or 1 << 22) if arch else 1 << 22,
+                estimate_request, "seq_len", usable, max_context or 1 << 22
             ),
             "batch": presenters.largest_fitting(estimate_request, "batch_size", usable, 1 << 16),
-            "precision": presenters.highest_fitting_precision(estimate_request, usable),
+            "precision": precision,
+            "precision_quality": presenters.PRECISION_QUALITY.get(precision or ""),
         }
+        if not context["verdict"].fits:
+            context["levers"]["combination"] = presenters.best_combination(
+                estimate_request, usable, max_context
+            )
         if estimate_request.mode != "inference" and not estimate_request.gradient_checkpointing:
             checkpointed = presenters.cached_estimate(
                 presenters.with_changes(estimate_request, gradient_checkpointing=True)
@@ -252,45 +376,77 @@ def _result_context(
     return context
 
 
+def model_name(context: dict[str, Any]) -> str:
+    """What the result was computed for, as the page names it."""
+    preset = context.get("preset")
+    if preset is not None:
+        return str(preset.display_name)
+    arch = context.get("arch")
+    request_obj = context.get("request_obj")
+    if request_obj is not None and isinstance(request_obj.model, ConfigModel):
+        return _("Pasted config (%(type)s)") % {"type": arch.model_type if arch else "?"}
+    return _("Custom model")
+
+
 def _export(request: HttpRequest, export: str, context: dict[str, Any]) -> HttpResponse:
-    """The result as JSON (the estimator's schema plus the verdict) or as a Markdown table."""
+    """The result as JSON (the estimator's schema, the model, the inputs and the verdict) or as
+    a Markdown summary, both naming the model and echoing every input."""
     result: EstimateResult = context["result"]
     verdict = context.get("verdict")
     gpu = context.get("gpu")
+    preset = context.get("preset")
+    estimate_request = context["request_obj"]
+    link = request.build_absolute_uri(request.path) + "?" + context["query"].urlencode()
+    name = model_name(context)
     if export == "json":
-        payload: dict[str, Any] = result.model_dump(mode="json")
+        payload = presenters.result_payload(
+            result,
+            estimate_request,
+            model_name=name,
+            preset_slug=preset.slug if preset else None,
+            hf_repo=preset.hf_repo if preset else None,
+            model_type=context["arch"].model_type,
+        )
+        payload["permalink"] = link
         if verdict is not None and gpu is not None:
             payload["verdict"] = {
-                "gpu": gpu.slug,
+                "gpu": gpu.slug or None,
+                "gpu_name": str(gpu.name),
                 "usable_bytes": gpu.usable_bytes,
                 "fits": verdict.fits,
+                "headroom_bytes": gpu.usable_bytes - result.total_bytes,
             }
-        return JsonResponse(payload)
-    preset = context.get("preset")
+        response: HttpResponse = JsonResponse(payload)
+        response["Content-Disposition"] = 'attachment; filename="vram-estimate.json"'
+        return response
     text = presenters.markdown(
         result,
         presenters.breakdown_rows(result),
-        title=preset.display_name if preset else _("Custom model"),
-        gpu_name=gpu.name if gpu else None,
+        title=name,
+        gpu_name=str(gpu.name) if gpu else None,
         verdict=verdict,
-        link=request.build_absolute_uri(request.path) + "?" + _permalink_query(request),
+        link=link,
+        inputs=presenters.inputs_summary(estimate_request, gpu_name=None),
     )
     return HttpResponse(text, content_type="text/markdown; charset=utf-8")
 
 
-def _permalink_query(request: HttpRequest) -> str:
-    query = request.GET.copy()
-    query.pop("format", None)
-    return query.urlencode()
-
-
-def _client_address(request: HttpRequest) -> str:
+def client_address(request: HttpRequest) -> str:
+    """The visitor's address: with ``DJANGO_PROXY_COUNT`` trusted proxies in front, the entry
+    of X-Forwarded-For that the outermost of them added (what the client itself wrote there is
+    ignored); without proxies, the connection's address."""
+    proxies = settings.PROXY_COUNT
+    forwarded = str(request.META.get("HTTP_X_FORWARDED_FOR", ""))
+    if proxies and forwarded:
+        hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+        if len(hops) >= proxies:
+            return hops[-proxies]
     return str(request.META.get("REMOTE_ADDR", "unknown"))
 
 
 def _within_rate(request: HttpRequest, bucket: str, limit: int, window_seconds: int) -> bool:
     """A fixed-window counter per client address in Django's cache."""
-    key = f"rate:{bucket}:{_client_address(request)}:{int(time.time()) // window_seconds}"
+    key = f"rate:{bucket}:{client_address(request)}:{int(time.time()) // window_seconds}"
     cache.add(key, 0, timeout=window_seconds)
     try:
         count = cache.incr(key)
@@ -308,15 +464,24 @@ def save_result(request: HttpRequest) -> HttpResponse:
     per-visitor token, and a forged request could only create a harmless snapshot of a public
     calculation (rate-limited per client like any other).
     """
-    if not _within_rate(request, "save", settings.SAVED_RESULT_RATE_PER_HOUR, 3600):
-        response = HttpResponse(
-            _("Too many saved links from your address; try again later."), status=429
-        )
-        response["Retry-After"] = "3600"
-        return response
     query = request.POST.get("query", "")[:MAX_QUERY_CHARS]
     form = CalculatorForm(form_data(QueryDict(query)))
-    context = _calculate(form, catalogue_for(request)) if form.is_valid() else {}
+    context: dict[str, Any] = {
+        "form": form,
+        "gpus": catalogue_for(request).gpus,
+        "custom_fields": CUSTOM_FIELDS,
+    }
+    if form.is_valid():
+        context.update(_calculate(form, catalogue_for(request)))
+    if not _within_rate(request, "save", settings.SAVED_RESULT_RATE_PER_HOUR, 3600):
+        # The whole page again, result included, with the reason above it: nothing is lost.
+        context["query"] = permalink_for(QueryDict(query), store_config=False)
+        context["notice"] = _(
+            "You have saved many links in the last hour; this one was not saved. Try again in an hour — the result below is unchanged and its address can be copied from the address bar."
+        )
+        response = render(request, "calculator/index.html", context, status=429)
+        response["Retry-After"] = "3600"
+        return response
     if "result" not in context:
         return HttpResponseBadRequest(_("This result cannot be saved: fix the form first."))
     saved = saved_result_create(
@@ -324,7 +489,7 @@ def save_result(request: HttpRequest) -> HttpResponse:
         request=context["request_obj"],
         result=context["result"],
         preset=context.get("preset"),
-        gpu=context.get("gpu"),
+        gpu=context.get("gpu") if isinstance(context.get("gpu"), GpuSpec) else None,
     )
     return redirect("calculator:saved", saved_id=saved.id)
 
@@ -336,11 +501,13 @@ def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
     rows = presenters.breakdown_rows(result)
     context: dict[str, Any] = {"snapshot": snapshot, "result": result, "rows": rows}
     scale = result.total_bytes
+    verdict = None
     if snapshot.gpu_usable_bytes:
         scale = max(scale, snapshot.gpu_usable_bytes)
-        context["verdict"] = presenters.verdict(
+        verdict = presenters.verdict(
             result.total_bytes, snapshot.gpu_usable_bytes, snapshot.gpu_nominal_bytes or 0
         )
+        context["verdict"] = verdict
         context["gpu"] = {"name": snapshot.gpu_name}
         context["capacity_x"] = 1000.0 * snapshot.gpu_usable_bytes / scale
     context["segments"] = presenters.chart_segments(rows, scale)
@@ -349,7 +516,61 @@ def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
     context["preset_changed"] = bool(snapshot.preset_name) and (
         preset is None or config_hash(preset.config) != snapshot.preset_config_hash
     )
+    stored_request = _stored_request(snapshot)
+    name = snapshot.preset_name or str(_("Custom model"))
+    if stored_request is not None:
+        context["inputs"] = presenters.inputs_summary(
+            stored_request, gpu_name=snapshot.gpu_name or None
+        )
+    export = request.GET.get("format")
+    if export in {"json", "md"} and stored_request is not None:
+        link = request.build_absolute_uri(request.path)
+        if export == "json":
+            payload = presenters.result_payload(
+                result,
+                stored_request,
+                model_name=name,
+                preset_slug=preset.slug if preset else None,
+                hf_repo=preset.hf_repo if preset else None,
+                model_type=str(
+                    (snapshot.request_json.get("model") or {}).get("config", {}).get("model_type")
+                    or "custom"
+                ),
+            )
+            payload.update(permalink=link, saved_at=snapshot.created_at.isoformat())
+            if verdict is not None:
+                payload["verdict"] = {
+                    "gpu": None,
+                    "gpu_name": snapshot.gpu_name,
+                    "usable_bytes": snapshot.gpu_usable_bytes,
+                    "fits": verdict.fits,
+                    "headroom_bytes": (snapshot.gpu_usable_bytes or 0) - result.total_bytes,
+                }
+            response: HttpResponse = JsonResponse(payload)
+            response["Content-Disposition"] = 'attachment; filename="vram-estimate.json"'
+            return response
+        text = presenters.markdown(
+            result,
+            rows,
+            title=name,
+            gpu_name=snapshot.gpu_name or None,
+            verdict=verdict,
+            link=link,
+            inputs=context.get("inputs", []),
+        )
+        return HttpResponse(text, content_type="text/markdown; charset=utf-8")
     return render(request, "calculator/saved.html", context)
+
+
+def _stored_request(snapshot: SavedResult) -> Any:
+    """The request a snapshot was computed from, without re-reading the model."""
+    from calculator.estimator import EstimateRequest
+
+    fields = {key: value for key, value in snapshot.request_json.items() if key != "model"}
+    try:
+        return EstimateRequest.model_validate({**fields, "model": {"config": {}}})
+    except (PydanticValidationError, ValueError):
+        return None
 
 
 @require_GET

@@ -101,7 +101,10 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env_int("DJANGO_AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = env_int("DJANGO_AXES_COOLOFF_HOURS", 1)
 AXES_LOCKOUT_PARAMETERS = ["ip_address", ["username", "user_agent"]]
-AXES_IPWARE_PROXY_COUNT = env_int("DJANGO_PROXY_COUNT", 0) or None
+# Reverse proxies in front of the app that append to X-Forwarded-For: the rate limits and the
+# admin lockout count the address the outermost of them saw.
+PROXY_COUNT = env_int("DJANGO_PROXY_COUNT", 0)
+AXES_IPWARE_PROXY_COUNT = PROXY_COUNT or None
 ADMIN_URL = os.environ.get("DJANGO_ADMIN_URL", "admin/").strip("/") + "/"
 
 # No inline script or style anywhere: htmx is configured by a meta tag with its indicator

@@ -9,6 +9,7 @@ from calculator.estimator import activations as act
 from calculator.estimator.architecture import Architecture, ConfigError
 from calculator.estimator.kv_cache import kv_cache_bytes
 from calculator.estimator.lora import adapter_params, module_shapes, resolve_targets
+from calculator.estimator.messages import gettext_noop
 from calculator.estimator.optimizer import adafactor_state_elements, optimizer_profile
 from calculator.estimator.overheads import (
     CUDA_CONTEXT_SOURCE,
@@ -91,12 +92,6 @@ def architecture_from_custom(model: CustomModel) -> Architecture:
         moe_layers=tuple(range(layers)) if experts else (),
         params_override=int(params) if params else None,
     )
-
-
-def gettext_noop(message: str) -> str:
-    """Marks a message for translation (``makemessages`` extracts it); the web layer translates
-    ``Assumption.template`` and fills in ``params``. The estimator itself stays in English."""
-    return message
 
 
 @dataclass
@@ -274,7 +269,7 @@ def _training(
                 "Mixed precision: fp32 weights, gradients and optimizer states; forward and "
                 "backward autocast to %(dtype)s, whose weight copies live until backward frees them."
             ),
-            "Micikevicius et al. 2018 (arXiv:1710.03740) §3; torch.autocast docs",
+            gettext_noop("Micikevicius et al. 2018 (arXiv:1710.03740) §3; torch.autocast docs"),
             dtype=request.precision,
         )
     else:
@@ -305,7 +300,7 @@ def _training(
                 "Data parallel (DDP): gradient buckets double the gradient memory "
                 "(gradient_as_bucket_view=False, the default)."
             ),
-            "PyTorch DistributedDataParallel docs, gradient_as_bucket_view",
+            gettext_noop("PyTorch DistributedDataParallel docs, gradient_as_bucket_view"),
         )
     profile = optimizer_profile(request.optimizer, trainable_bytes)
     if request.optimizer == "adafactor":
@@ -357,7 +352,9 @@ def _training(
                 "ZeRO-3/FSDP: each GPU holds 1/N of the parameters plus the gathered full parameters of "
                 "the current and the prefetched layer."
             ),
-            "Rajbhandari et al. 2020 (arXiv:1910.02054) §5.3; PyTorch FSDP docs (forward_prefetch)",
+            gettext_noop(
+                "Rajbhandari et al. 2020 (arXiv:1910.02054) §5.3; PyTorch FSDP docs (forward_prefetch)"
+            ),
         )
     if plan.zero_stage == 3 and request.mixed_precision and not lora:
         working_copies = gather

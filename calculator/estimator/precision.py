@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from calculator.estimator.messages import gettext_noop
+
 BYTES_PER_ELEMENT: dict[str, float] = {
     "fp32": 4.0,
     "fp16": 2.0,
@@ -32,39 +34,53 @@ WEIGHT_FORMATS: dict[str, WeightFormat] = {
     "fp16": WeightFormat("fp16", 2.0, 0.0, "IEEE 754 half precision"),
     "bf16": WeightFormat("bf16", 2.0, 0.0, "bfloat16"),
     "fp8": WeightFormat(
-        "FP8 E4M3, one fp32 scale per 128×128 block",
+        gettext_noop("FP8 E4M3, one fp32 scale per 128×128 block"),
         1.0,
         4.0 / (128 * 128),
-        "DeepSeek-V3 technical report (arXiv:2412.19437) §3.3.2: block-wise FP8 weights, "
-        "128×128 blocks with one scale each",
+        gettext_noop(
+            "DeepSeek-V3 technical report (arXiv:2412.19437) §3.3.2: block-wise FP8 weights, "
+            "128×128 blocks with one scale each"
+        ),
     ),
     "int8": WeightFormat(
-        "INT8, one fp32 scale per output row (bitsandbytes LLM.int8 'SCB')",
+        gettext_noop("INT8, one fp32 scale per output row (bitsandbytes LLM.int8 'SCB')"),
         1.0,
         0.0,
-        "Dettmers et al. 2022, LLM.int8() (arXiv:2208.07339) §3: vector-wise quantization, one "
-        "scale per row; bitsandbytes Int8Params stores them as fp32 SCB",
+        gettext_noop(
+            "Dettmers et al. 2022, LLM.int8() (arXiv:2208.07339) §3: vector-wise quantization, one "
+            "scale per row; bitsandbytes Int8Params stores them as fp32 SCB"
+        ),
     ),
     "int4": WeightFormat(
-        "INT4, group size 128, fp16 scale + 4-bit zero point per group (AWQ/GPTQ storage)",
+        gettext_noop(
+            "INT4, group size 128, fp16 scale + 4-bit zero point per group (AWQ/GPTQ storage)"
+        ),
         0.5,
         (2.0 + 0.5) / 128,
-        "Lin et al. 2024, AWQ (arXiv:2306.00978) §4 and Frantar et al. 2023, GPTQ "
-        "(arXiv:2210.17323) §5: group size 128 with per-group scale and zero point",
+        gettext_noop(
+            "Lin et al. 2024, AWQ (arXiv:2306.00978) §4 and Frantar et al. 2023, GPTQ "
+            "(arXiv:2210.17323) §5: group size 128 with per-group scale and zero point"
+        ),
     ),
     "int2": WeightFormat(
-        "INT2, group size 64, fp16 scale + fp16 zero per group (HQQ-style storage)",
+        gettext_noop("INT2, group size 64, fp16 scale + fp16 zero per group (HQQ-style storage)"),
         0.25,
         4.0 / 64,
-        "Badri & Shaji 2023, Half-Quadratic Quantization (HQQ) docs: 2-bit with group size 64, "
-        "fp16 scale and zero",
+        gettext_noop(
+            "Badri & Shaji 2023, Half-Quadratic Quantization (HQQ) docs: 2-bit with group size 64, "
+            "fp16 scale and zero"
+        ),
     ),
     "nf4": WeightFormat(
-        "NF4, blocks of 64, double-quantized absmax (8-bit per block, fp32 per 256 blocks)",
+        gettext_noop(
+            "NF4, blocks of 64, double-quantized absmax (8-bit per block, fp32 per 256 blocks)"
+        ),
         0.5,
         1.0 / 64 + 4.0 / (64 * 256),
-        "Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §3: 4-bit NormalFloat, blocksize 64, "
-        "double quantization of the constants (8-bit, blocksize 256)",
+        gettext_noop(
+            "Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §3: 4-bit NormalFloat, blocksize 64, "
+            "double quantization of the constants (8-bit, blocksize 256)"
+        ),
     ),
 }
 

@@ -2,33 +2,63 @@
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django import template
 from django.forms import BoundField, Form
 from django.http import QueryDict
 from django.utils.formats import number_format
-from django.utils.translation import gettext
+from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 register = template.Library()
 
 
+def decimal(value: float, places: int) -> str:
+    """A number rounded half-up to ``places`` decimals, in the active locale's format.
+
+    Django's ``number_format`` cuts extra decimals off (181.699 → "181.69"); every figure on
+    the page, in the exports and in the API rounds (→ "181.70"), so they agree.
+    """
+    step = Decimal(1).scaleb(-places)
+    rounded = Decimal(repr(float(value))).quantize(step, rounding=ROUND_HALF_UP)
+    return number_format(rounded, places, use_l10n=True, force_grouping=True)
+
+
 @register.filter
 def gib(value: int) -> str:
     """Bytes as GiB (2³⁰), two decimals, in the active locale's number format."""
-    return number_format(value / (1 << 30), 2, use_l10n=True, force_grouping=True)
+    return decimal(value / (1 << 30), 2)
 
 
 @register.filter
 def gb(value: int) -> str:
     """Bytes as GB (10⁹), two decimals, in the active locale's number format."""
-    return number_format(value / 1e9, 2, use_l10n=True, force_grouping=True)
+    return decimal(value / 1e9, 2)
 
 
 @register.filter
 def billions(value: int) -> str:
-    return number_format(value / 1e9, 2 if value < 1e11 else 1, use_l10n=True, force_grouping=True)
+    return decimal(value / 1e9, 2 if value < 1e11 else 1)
+
+
+@register.filter
+def num(value: float, places: int = 0) -> str:
+    """Any figure (tokens, counts, GiB already divided) in the locale's format, rounded."""
+    return decimal(value, int(places))
+
+
+# Typography of a percentage: French and German put a (narrow no-break) space before the sign.
+PERCENT_SPACED = {"fr", "de"}
+
+
+@register.filter
+def percent(value: float, places: int = 0) -> str:
+    """A percentage with the sign, as the active language writes it ("30.6%", "30,6 %")."""
+    figure = decimal(value, int(places))
+    language = (get_language() or "en").split("-")[0]
+    return f"{figure}\u202f%" if language in PERCENT_SPACED else f"{figure}%"
 
 
 @register.filter
@@ -47,11 +77,30 @@ def query_with(query: QueryDict, **changes: Any) -> str:
 
 @register.filter
 def assumption_text(assumption: Any) -> str:
-    """The estimator's English template, translated, with its values filled in."""
+    """The estimator's English template, translated, with its values filled in (numbers in the
+    locale's format, like every other figure on the page)."""
+    params = {
+        key: number_format(value, use_l10n=True, force_grouping=True)
+        if isinstance(value, int) and not isinstance(value, bool)
+        else (gettext(value) if isinstance(value, str) and value else value)
+        for key, value in assumption.params.items()
+    }
     try:
-        return str(gettext(assumption.template) % assumption.params)
+        return str(gettext(assumption.template) % params)
     except (KeyError, TypeError, ValueError):
         return str(assumption.text)
+
+
+@register.filter
+def source_text(source: str) -> str:
+    """An assumption's source note, translated where the catalogue has it (the estimator marks
+    each with gettext_noop; citations inside stay as published)."""
+    if not source:
+        return ""
+    whole = gettext(source)
+    if whole != source:
+        return str(whole)
+    return "; ".join(str(gettext(part)) for part in source.split("; "))
 
 
 PHASES = {
@@ -69,10 +118,19 @@ def phase_label(phase: str) -> str:
 
 
 @register.simple_tag
-def fits_link(workload: Any, preset: Any, precision: str, gpus: int = 1) -> str:
+def fits_link(
+    workload: Any, preset: Any, precision: str, gpus: int = 1, gpu: Any = None, gb: Any = None
+) -> str:
     from calculator.reverse import calculator_query
 
-    return calculator_query(workload, preset, precision, gpus)
+    return calculator_query(
+        workload,
+        preset,
+        precision,
+        gpus,
+        gpu_slug=getattr(gpu, "slug", "") or "",
+        vram_gb=float(gb) if gb else None,
+    )
 
 
 PRECISION_LABELS = {

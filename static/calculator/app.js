@@ -11,3 +11,56 @@ function revealCopyButtons() {
 }
 document.addEventListener("DOMContentLoaded", revealCopyButtons);
 document.addEventListener("htmx:afterSettle", revealCopyButtons);
+
+// A pasted config can be far longer than a URL may be (gunicorn refuses request lines over
+// 8190 bytes): the page posts it instead; the server answers with a short permalink.
+document.addEventListener("htmx:configRequest", (event) => {
+  const form = event.detail.elt.closest ? event.detail.elt.closest("#calc") : null;
+  if (!form || event.detail.elt !== form) return;
+  const source = form.querySelector("input[name=source]:checked");
+  if (source && source.value === "config") {
+    event.detail.verb = "post";
+    event.detail.useUrlParams = false;
+    event.detail.headers["Content-Type"] = "application/x-www-form-urlencoded";
+  }
+});
+
+// "Calculating…" from the first keystroke (during the debounce too) until the answer arrives;
+// a request that fails says so instead of leaving the previous numbers unexplained.
+function resultState() { return document.getElementById("result-state"); }
+function showState(attribute, message) {
+  const state = resultState();
+  if (!state) return;
+  if (message) state.setAttribute(attribute, message); else state.removeAttribute(attribute);
+}
+document.addEventListener("input", (event) => {
+  const form = event.target.closest && event.target.closest("#calc");
+  if (form) showState("data-pending", form.dataset.msgPending);
+});
+document.addEventListener("change", (event) => {
+  const form = event.target.closest && event.target.closest("#calc");
+  if (form) showState("data-pending", form.dataset.msgPending);
+});
+document.addEventListener("htmx:afterRequest", (event) => {
+  const form = document.getElementById("calc");
+  if (!form || event.detail.elt !== form) return;
+  if (event.detail.successful) return;
+  const status = event.detail.xhr ? event.detail.xhr.status : 0;
+  const message = status === 413 || status === 414 ? form.dataset.msgTooLong : form.dataset.msgFailed;
+  const state = resultState();
+  if (state) {
+    state.setAttribute("data-stale", "true");
+    state.setAttribute("data-pending", message);
+    state.setAttribute("role", "alert");
+  }
+});
+document.addEventListener("htmx:sendError", (event) => {
+  const form = document.getElementById("calc");
+  if (!form || event.detail.elt !== form) return;
+  const state = resultState();
+  if (state) {
+    state.setAttribute("data-stale", "true");
+    state.setAttribute("data-pending", form.dataset.msgFailed);
+    state.setAttribute("role", "alert");
+  }
+});
