@@ -265,7 +265,8 @@ class OwnCard:
 def own_card(gb: float) -> OwnCard:
     return OwnCard(
         gb=gb,
-        name=_("your %(gb)s GB card") % {"gb": number_format(gb, use_l10n=True)},
+        name=_("your %(gb)s GB card")
+        % {"gb": number_format(gb, 0 if gb == int(gb) else 1, use_l10n=True)},
         usable_bytes=reverse.tier_usable_bytes(gb),
         nominal_bytes=int(gb * (1 << 30)),
     )
@@ -310,9 +311,11 @@ def _smaller_model(
     """The largest smaller model of the same family that fits at 16, 8 or 4 bits."""
     if request.mode not in {"inference", "lora", "qlora"}:
         return None
-    for candidate in catalogue.family(preset):
-        if candidate.params_total >= preset.params_total:
-            continue
+    series = _series(preset.display_name)
+    smaller = [c for c in catalogue.family(preset) if c.params_total < preset.params_total]
+    # The same line first (Qwen2.5 14B → Qwen2.5 7B), then the rest of the family.
+    smaller.sort(key=lambda c: (_series(c.display_name) != series, -c.params_total))
+    for candidate in smaller:
         description = catalogue.description(candidate)
         for precision in ("bf16", "int8", "int4"):
             if request.mode == "qlora" and precision != "bf16":
@@ -331,6 +334,15 @@ def _smaller_model(
                     "quality": presenters.PRECISION_QUALITY[precision],
                 }
     return None
+
+
+def _series(display_name: str) -> str:
+    """A model's line without its size: 'Qwen2.5 Coder 7B Instruct' → 'Qwen2.5 Coder'."""
+    words = display_name.split()
+    for index, word in enumerate(words):
+        if any(ch.isdigit() for ch in word) and word[-1:].lower() in {"b", "m"} and index:
+            return " ".join(words[:index])
+    return display_name
 
 
 def _result_context(

@@ -120,7 +120,9 @@ def estimate(request: EstimateRequest) -> EstimateResult:
                 "(%(layers)s layers, hidden %(hidden)s, %(heads)s heads, intermediate "
                 "%(inter)s, vocabulary %(vocab)s)."
             ),
-            "Kaplan et al. 2020 (arXiv:2001.08361) §2.1; Touvron et al. 2023 (arXiv:2307.09288) Table 1",
+            gettext_noop(
+                "Kaplan et al. 2020 (arXiv:2001.08361) §2.1; Touvron et al. 2023 (arXiv:2307.09288) Table 1"
+            ),
             layers=arch.num_layers,
             hidden=arch.hidden_size,
             heads=arch.num_attention_heads,
@@ -177,7 +179,7 @@ def _inference(
             "Prefill of %(batch)s × %(seq)s tokens in one forward pass; the KV cache (%(dtype)s) "
             "holds every token, sliding-window layers only the last %(window)s."
         ),
-        "Kwon et al. 2023 (vLLM, arXiv:2309.06180) §3; transformers DynamicCache",
+        gettext_noop("Kwon et al. 2023 (vLLM, arXiv:2309.06180) §3; transformers DynamicCache"),
         batch=request.batch_size,
         seq=request.seq_len,
         dtype=kv_dtype,
@@ -189,7 +191,9 @@ def _inference(
                 "MLA cache counted as transformers stores it (decompressed per-head K and V); vLLM and "
                 "SGLang keep only the latent (kv_lora_rank + rope dims), far smaller."
             ),
-            "DeepSeek-V2 (arXiv:2405.04434) §2.1; transformers modeling_deepseek_v3.py",
+            gettext_noop(
+                "DeepSeek-V2 (arXiv:2405.04434) §2.1; transformers modeling_deepseek_v3.py"
+            ),
         )
     setting = act.Setting(
         batch=request.batch_size,
@@ -213,7 +217,7 @@ def _inference(
             "Logits only for the last position of each sequence (logits_to_keep=1, as generate() "
             "does)."
         ),
-        "transformers GenerationMixin",
+        gettext_noop("transformers GenerationMixin"),
     )
     peak_parts = Breakdown(
         weights=weights.data,
@@ -249,7 +253,9 @@ def _training(
                 "QLoRA: base linears in NF4 with double quantization; embeddings, LM head and norms "
                 "upcast to fp32 by prepare_model_for_kbit_training; compute in bf16."
             ),
-            WEIGHT_FORMATS["nf4"].source + "; PEFT prepare_model_for_kbit_training",
+            WEIGHT_FORMATS["nf4"].source
+            + "; "
+            + gettext_noop("PEFT prepare_model_for_kbit_training"),
         )
     elif lora:
         weight_format = request.precision
@@ -388,7 +394,9 @@ def _training(
                 "Gradient checkpointing keeps each layer's input and recomputes one layer at a time "
                 "in backward."
             ),
-            "Chen et al. 2016 (arXiv:1604.06174); transformers gradient_checkpointing_enable()",
+            gettext_noop(
+                "Chen et al. 2016 (arXiv:1604.06174); transformers gradient_checkpointing_enable()"
+            ),
         )
     else:
         kept = full_layers + model_level
@@ -406,7 +414,9 @@ def _training(
             "Loss over every position with logits upcast to fp32 (transformers ForCausalLMLoss); the "
             "backward of cross-entropy holds three fp32 logit-sized tensors at once."
         ),
-        "transformers loss_utils.ForCausalLMLoss; PyTorch log_softmax/nll_loss backward",
+        gettext_noop(
+            "transformers loss_utils.ForCausalLMLoss; PyTorch log_softmax/nll_loss backward"
+        ),
     )
 
     persistent = weights_resident + master + optimizer_states + gather

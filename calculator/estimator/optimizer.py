@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from calculator.estimator.messages import gettext_noop
+
 
 @dataclass(frozen=True)
 class OptimizerProfile:
@@ -29,22 +31,30 @@ def optimizer_profile(name: str, param_bytes: float) -> OptimizerProfile:
     """
     if name == "adamw":
         return OptimizerProfile(
-            "AdamW", 2 * param_bytes, 1.0, "Loshchilov & Hutter 2019; torch.optim.AdamW foreach"
+            "AdamW",
+            2 * param_bytes,
+            1.0,
+            gettext_noop("Loshchilov & Hutter 2019; torch.optim.AdamW foreach"),
         )
     if name == "adamw_8bit":
         return OptimizerProfile(
-            "8-bit AdamW", 2 * (1 + 4 / 2048), 0.0, "Dettmers et al. 2022 (8-bit optimizers)"
+            "8-bit AdamW",
+            2 * (1 + 4 / 2048),
+            0.0,
+            gettext_noop("Dettmers et al. 2022 (8-bit optimizers)"),
         )
     if name == "sgd":
-        return OptimizerProfile("SGD", 0.0, 0.0, "torch.optim.SGD")
+        return OptimizerProfile("SGD", 0.0, 0.0, gettext_noop("torch.optim.SGD"))
     if name == "sgd_momentum":
         return OptimizerProfile(
-            "SGD with momentum", param_bytes, 0.0, "torch.optim.SGD(momentum>0)"
+            "SGD with momentum", param_bytes, 0.0, gettext_noop("torch.optim.SGD(momentum>0)")
         )
     if name == "lion":
-        return OptimizerProfile("Lion", param_bytes, 1.0, "Chen et al. 2023 (Lion)")
+        return OptimizerProfile("Lion", param_bytes, 1.0, gettext_noop("Chen et al. 2023 (Lion)"))
     if name == "adafactor":
-        return OptimizerProfile("Adafactor", 0.0, 0.0, "Shazeer & Stern 2018 (Adafactor)")
+        return OptimizerProfile(
+            "Adafactor", 0.0, 0.0, gettext_noop("Shazeer & Stern 2018 (Adafactor)")
+        )
     raise ValueError(f"unknown optimizer {name!r}")
 
 

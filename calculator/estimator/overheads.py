@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from calculator.estimator.messages import gettext_noop
+
 MIB = 1024 * 1024
 
 CUDA_CONTEXT_BYTES = 1024 * MIB
-CUDA_CONTEXT_SOURCE = (
+CUDA_CONTEXT_SOURCE = gettext_noop(
     "Published measurements: 1343 MB of NVML 'used' after the first CUDA tensor on a V100 "
     "(CUDA 11.2; Hugging Face Transformers docs, 'Efficient Training on a Single GPU'); the same "
     "docs give 1-2 GB in general and PyTorch's lazy module loading (CUDA >= 11.7) lowers it. "
@@ -16,7 +18,7 @@ CUDA_CONTEXT_SOURCE = (
 # more than the peak of live tensors (PyTorch docs, "CUDA semantics: memory management").
 INFERENCE_RESERVE_FRACTION = 0.05
 TRAINING_RESERVE_FRACTION = 0.10
-RESERVE_SOURCE = (
+RESERVE_SOURCE = gettext_noop(
     "PyTorch CUDA semantics docs (caching allocator: memory_reserved >= memory_allocated); "
     "size from the gap between a live-tensor count and NVML in Hugging Face's BERT-large "
     "measurements (12-20% including context and framework tensors). A default until calibrated "
