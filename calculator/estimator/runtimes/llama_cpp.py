@@ -548,16 +548,15 @@ def kv_cells(arch: Architecture, options: LlamaCppOptions) -> tuple[int, int]:
     """Cells of the full-attention cache and of the sliding-window cache.
 
     ``n_ctx`` is padded to 256 (llama-context.cpp); ``llama_kv_cache_iswa`` gives sliding layers
-    ``min(n_ctx, pad(n_swa · n_seq + n_ubatch, 256))`` cells (the window of every parallel sequence
-    plus one micro-batch), or ``n_ctx`` with ``--swa-full``.
+    ``pad(min(n_ctx, n_swa · n_seq + n_ubatch), 256)`` cells with the unified cache (the window of
+    every parallel sequence plus one micro-batch), or ``n_ctx`` with ``--swa-full``.
     """
     full = _pad(options.n_ctx, 256)
     if arch.model_type not in _ISWA_MODEL_TYPES or not arch.sliding_window:
         return full, 0
     if options.swa_full:
         return full, full
-    swa = _pad(arch.sliding_window * options.n_parallel + options.n_ubatch, 256)
-    return full, min(full, swa)
+    return full, _pad(min(full, arch.sliding_window * options.n_parallel + options.n_ubatch), 256)
 
 
 def _kv_layer_bytes(arch: Architecture, options: LlamaCppOptions, cells: int) -> int:
