@@ -656,7 +656,8 @@ def compute_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
     device = max(attention, feed_forward, output)
     host = 4 * n_ub * h + mask_bytes
     if options.n_gpu_layers == 0:
-        return DeviceBytes(gpu=0, host=device + host)
+        # CPU only: one CPU compute buffer holds the graph and its inputs.
+        return DeviceBytes(gpu=0, host=device)
     return DeviceBytes(gpu=device, host=host)
 
 
