@@ -48,10 +48,12 @@ _LINEAR_BYTES: dict[str, float] = {
     "mxfp4": 2.0,
 }
 _MXFP4_EXPERT_BYTES = 0.5 + 1 / 32
-# Non-torch memory measured during profiling (CUDA graphs pool aside): cuBLAS/cuDNN workspaces on
-# one GPU; NCCL and the custom all-reduce buffers add about this much per rank under TP.
-NON_TORCH_SINGLE = int(0.2 * GIB)
-NON_TORCH_TP_EXTRA = int(1.5 * GIB)
+# Non-torch memory that grows during profiling (cuBLAS/cuDNN workspaces, NCCL once initialised):
+# the start-up logs of 2025 builds print 0.03-0.35 GiB whether or not tensor parallelism is on
+# (validation/published/vllm_logs.json: vllm#10517, #13061, #13882, #15815); this is their median.
+# A December 2024 build printed 1.79 GiB (TP 1) and 3.58 GiB (TP 2) because it still counted the
+# CUDA context there (vllm#10511).
+NON_TORCH = int(0.3 * GIB)
 # CUDA graph capture after the KV cache is allocated (outside the budget in V1 up to 0.10).
 CUDA_GRAPHS_TYPICAL = int(0.5 * GIB)
 # Bytes per sampled logit in the dummy sampler run: the f32 logits, their softmax and sorted copy.
@@ -184,7 +186,7 @@ def estimate_vllm(arch: Architecture, options: VllmOptions) -> VllmResult:
     budget = int(options.gpu_memory_bytes * options.gpu_memory_utilization)
     weights = weights_bytes(arch, options)
     activation = activation_peak_bytes(arch, tokens, seqs, tp)
-    non_torch = NON_TORCH_SINGLE + (NON_TORCH_TP_EXTRA if tp > 1 else 0)
+    non_torch = NON_TORCH
     kv = max(budget - weights - activation - non_torch, 0)
     per_token = kv_bytes_per_token(arch, options)
     per_layer_page = per_token // arch.num_layers * options.block_size
