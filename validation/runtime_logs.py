@@ -87,26 +87,69 @@ def llama_cpp_rows() -> list[dict[str, Any]]:
         result = estimate_llama_cpp(arch, options)
         want = log["compare"]
         if "gguf_file_gib" in want:
-            rows.append(_row(log, "model: GGUF file", result.gguf_file_bytes / GIB, want["gguf_file_gib"]))
+            rows.append(
+                _row(log, "model: GGUF file", result.gguf_file_bytes / GIB, want["gguf_file_gib"])
+            )
         if "bits_per_weight" in want:
-            rows.append(_row(log, "model: bits per weight", result.bits_per_weight, want["bits_per_weight"]))
+            rows.append(
+                _row(log, "model: bits per weight", result.bits_per_weight, want["bits_per_weight"])
+            )
         if "repeating_layers_gib" in want:
             typed = gguf_tensor_types(arch, options.gguf_type)
             repeating = sum(tensor_bytes(t, k) for t, k in typed if t.layer is not None)
-            rows.append(_row(log, "model: repeating layers", repeating / GIB, want["repeating_layers_gib"]))
+            rows.append(
+                _row(log, "model: repeating layers", repeating / GIB, want["repeating_layers_gib"])
+            )
         if "model_buffer_gpu_mib" in want:
-            rows.append(_row(log, "model: GPU buffer", result.model_buffer.gpu / MIB, want["model_buffer_gpu_mib"]))
+            rows.append(
+                _row(
+                    log,
+                    "model: GPU buffer",
+                    result.model_buffer.gpu / MIB,
+                    want["model_buffer_gpu_mib"],
+                )
+            )
         if "model_buffer_host_mib" in want:
-            rows.append(_row(log, "model: host buffer", result.model_buffer.host / MIB, want["model_buffer_host_mib"]))
+            rows.append(
+                _row(
+                    log,
+                    "model: host buffer",
+                    result.model_buffer.host / MIB,
+                    want["model_buffer_host_mib"],
+                )
+            )
         if "tensor_types" in want:
             for ggml_type, count in want["tensor_types"].items():
-                rows.append(_row(log, f"model: {ggml_type} tensors", result.tensor_types.get(ggml_type, 0), count))
+                rows.append(
+                    _row(
+                        log,
+                        f"model: {ggml_type} tensors",
+                        result.tensor_types.get(ggml_type, 0),
+                        count,
+                    )
+                )
         if "kv_buffer_mib" in want:
-            rows.append(_row(log, "kv: KV buffer", result.kv_buffer.total / MIB, want["kv_buffer_mib"]))
+            rows.append(
+                _row(log, "kv: KV buffer", result.kv_buffer.total / MIB, want["kv_buffer_mib"])
+            )
         if "compute_buffer_gpu_mib" in want:
-            rows.append(_row(log, "compute: GPU", result.compute_buffer.gpu / MIB, want["compute_buffer_gpu_mib"]))
+            rows.append(
+                _row(
+                    log,
+                    "compute: GPU",
+                    result.compute_buffer.gpu / MIB,
+                    want["compute_buffer_gpu_mib"],
+                )
+            )
         if "compute_buffer_host_mib" in want:
-            rows.append(_row(log, "compute: host", result.compute_buffer.host / MIB, want["compute_buffer_host_mib"]))
+            rows.append(
+                _row(
+                    log,
+                    "compute: host",
+                    result.compute_buffer.host / MIB,
+                    want["compute_buffer_host_mib"],
+                )
+            )
     return rows
 
 
@@ -138,7 +181,9 @@ def vllm_rows() -> list[dict[str, Any]]:
         if "kv_cache_gib" in want:
             rows.append(_row(log, "KV cache memory", result.kv_cache / GIB, want["kv_cache_gib"]))
         if "kv_cache_tokens" in want:
-            rows.append(_row(log, "KV cache tokens", result.kv_cache_tokens, want["kv_cache_tokens"]))
+            rows.append(
+                _row(log, "KV cache tokens", result.kv_cache_tokens, want["kv_cache_tokens"])
+            )
         if "kv_tokens_per_gib" in want:
             per_gib = GIB / kv_bytes_per_token(arch, options)
             rows.append(_row(log, "KV tokens per GiB", per_gib, want["kv_tokens_per_gib"]))
@@ -170,9 +215,7 @@ def _table(rows: list[dict[str, Any]], groups: list[str]) -> str:
     lines = ["| figure | logs compared | median error | worst error |", "|---|---:|---:|---:|"]
     for group in groups:
         stats = summarise(rows, group)
-        lines.append(
-            f"| {group} | {stats['n']} | {stats['median']:.1%} | {stats['worst']:.1%} |"
-        )
+        lines.append(f"| {group} | {stats['n']} | {stats['median']:.1%} | {stats['worst']:.1%} |")
     return "\n".join(lines)
 
 
@@ -181,8 +224,12 @@ if __name__ == "__main__":
     print(_table(llama, ["model", "kv", "compute"]))
     print()
     vllm = vllm_rows()
-    print(_table(vllm, ["weights", "KV cache memory", "KV cache tokens", "KV tokens per GiB", "fits"]))
+    print(
+        _table(vllm, ["weights", "KV cache memory", "KV cache tokens", "KV tokens per GiB", "fits"])
+    )
     print()
     for row in llama + vllm:
         if abs(row["error"]) > 0.02:
-            print(f"{row['id']:45s} {row['buffer']:28s} ours {row['ours']:.4g} theirs {row['theirs']:.4g} {row['error']:+.1%}")
+            print(
+                f"{row['id']:45s} {row['buffer']:28s} ours {row['ours']:.4g} theirs {row['theirs']:.4g} {row['error']:+.1%}"
+            )

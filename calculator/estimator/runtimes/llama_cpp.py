@@ -410,15 +410,11 @@ def _choose_type(qs: _QuantState, t: GgufTensor, new: str) -> str:
             new = "Q4_K" if qs.n_gqa >= 4 else "Q3_K"
         elif f == "IQ3_XXS":
             new = "Q4_K" if qs.n_gqa >= 4 else ("IQ3_XXS" if qs.has_imatrix else "IQ3_S")
-        elif f == "IQ3_S" and qs.n_gqa >= 4:
-            new = "Q4_K"
-        elif f == "IQ3_M":
+        elif (f == "IQ3_S" and qs.n_gqa >= 4) or f == "IQ3_M":
             new = "Q4_K"
         elif f == "Q3_K_M":
             new = "Q5_K" if i < 2 else "Q4_K"
-        elif f == "Q3_K_L":
-            new = "Q5_K"
-        elif f in {"IQ4_NL", "IQ4_XS"} and qs.n_gqa >= 4:
+        elif f == "Q3_K_L" or (f in {"IQ4_NL", "IQ4_XS"} and qs.n_gqa >= 4):
             new = "Q5_K"
         elif f in {"Q4_K_M", "Q5_K_M"} and _use_more_bits(i, n):
             new = "Q6_K"
@@ -604,9 +600,8 @@ def model_buffer(
             gpu += size
         else:
             host += size
-    if arch.tie_word_embeddings:
-        if output_on_gpu:
-            gpu += embd_bytes
+    if arch.tie_word_embeddings and output_on_gpu:
+        gpu += embd_bytes
         # on the host the tied head reads the embedding table itself
     return DeviceBytes(gpu=gpu, host=host)
 

@@ -92,13 +92,14 @@ class VllmResult(_Frozen):
     kv_cache_tokens: int
     num_gpu_blocks: int
     kv_bytes_per_token: int
+    blocks_per_request: int = Field(description="Blocks one max_model_len request needs.")
     max_concurrency: float
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def fits(self) -> bool:
         """vLLM starts only if one ``max_model_len`` request fits in the pool."""
-        return self.kv_cache > 0 and self.max_concurrency >= 1.0
+        return self.kv_cache > 0 and self.num_gpu_blocks >= self.blocks_per_request
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -211,6 +212,7 @@ def estimate_vllm(arch: Architecture, options: VllmOptions) -> VllmResult:
         kv_cache_tokens=kv_tokens,
         num_gpu_blocks=blocks,
         kv_bytes_per_token=per_token,
+        blocks_per_request=need,
         max_concurrency=round(concurrency, 2),
     )
 
@@ -230,7 +232,7 @@ def longest_max_model_len(arch: Architecture, options: VllmOptions) -> int:
     low, high = 1, max(result.kv_cache_tokens, 1)
     while low < high:
         mid = (low + high + 1) // 2
-        if concurrency_at(arch, options, mid) >= 1.0:
+        if estimate_vllm(arch, options.model_copy(update={"max_model_len": mid})).fits:
             low = mid
         else:
             high = mid - 1
