@@ -1,0 +1,40 @@
+"""Memory as the serving runtimes people actually run allocate it.
+
+``llama_cpp`` (also Ollama and LM Studio, which embed it): a GGUF file's tensors under a file type,
+and the buffers llama.cpp prints at load. ``vllm``: vLLM's start-up budget and its KV-cache pool.
+Both read an ``Architecture`` through its public fields only and return pydantic results in bytes.
+"""
+
+from calculator.estimator.runtimes.llama_cpp import (
+    GGUF_TYPES,
+    DeviceBytes,
+    LlamaCppOptions,
+    LlamaCppResult,
+    estimate_llama_cpp,
+    gguf_tensor_types,
+    longest_context_full_offload,
+    most_gpu_layers_that_fit,
+)
+from calculator.estimator.runtimes.vllm import (
+    VllmOptions,
+    VllmResult,
+    concurrency_at,
+    estimate_vllm,
+    longest_max_model_len,
+)
+
+__all__ = [
+    "GGUF_TYPES",
+    "DeviceBytes",
+    "LlamaCppOptions",
+    "LlamaCppResult",
+    "VllmOptions",
+    "VllmResult",
+    "concurrency_at",
+    "estimate_llama_cpp",
+    "estimate_vllm",
+    "gguf_tensor_types",
+    "longest_context_full_offload",
+    "longest_max_model_len",
+    "most_gpu_layers_that_fit",
+]

@@ -1,0 +1,239 @@
+"""vLLM's start-up memory budget: weights, profiling peak, non-torch memory, then the KV-cache pool.
+
+Facts read from https://github.com/vllm-project/vllm (V1 engine; no code copied):
+
+- ``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory`` with ``vllm/utils`` ``memory_profiling``:
+  ``kv_cache = total · gpu_memory_utilization − (weights + torch peak increase of the profile run +
+  non-torch increase)``, all per GPU (per tensor-parallel rank); ``total`` is what CUDA reports.
+- ``vllm/v1/worker/gpu_model_runner.py`` ``profile_run``: a dummy forward of ``max_num_batched_tokens``
+  tokens over ``min(max_num_seqs, tokens)`` requests, then a dummy sampler run over
+  ``num_reqs × vocab`` f32 logits (sorting for top-k/top-p makes more copies).
+- ``vllm/v1/core/kv_cache_utils.py``: ``num_blocks = available // page_size // num_layers``; tokens =
+  blocks × ``block_size`` (16 on CUDA); max concurrency = blocks ÷ ``cdiv(max_model_len, block_size)``;
+  layers of different attention types are grouped so each group shares the block pool.
+- ``vllm/engine/arg_utils.py``: defaults of the OpenAI server — on GPUs with ≥ 70 GiB, 8192 batched
+  tokens and 1024 sequences; otherwise 2048 and 256; ``gpu_memory_utilization`` 0.9.
+- ``vllm/model_executor/layers/vocab_parallel_embedding.py``: the vocabulary is padded to a multiple
+  of 64; ``rotary_embedding`` keeps a ``max_position × rotary_dim`` cos/sin cache in the model dtype.
+- Quantized linear layers: AWQ/GPTQ pack 4-bit weights with an fp16 scale and a 4-bit zero per group
+  of 128 (``awq.py``/``gptq.py``); FP8 and INT8 (W8A8) store one byte per weight with per-channel or
+  per-tensor scales; bitsandbytes NF4 keeps an absmax per block of 64; MXFP4 (gpt-oss experts)
+  stores 4-bit values with one 8-bit scale per 32.
+
+Where SGLang differs: its ``mem_fraction_static`` is a share of the memory *free at start*, and the
+pool left after weights (no separate profiling run) becomes ``max_total_num_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from calculator.estimator.architecture import Architecture
+
+GIB = 1 << 30
+
+Quantization = Literal["none", "fp8", "int8", "awq", "gptq", "bitsandbytes", "mxfp4"]
+KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
+
+# Bytes per weight of a quantized linear layer, scales included (see module docstring).
+_LINEAR_BYTES: dict[str, float] = {
+    "none": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "awq": 0.5 + (2 + 0.5) / 128,
+    "gptq": 0.5 + (2 + 0.5) / 128,
+    "bitsandbytes": 0.5 + 1 / 64,
+    "mxfp4": 2.0,
+}
+_MXFP4_EXPERT_BYTES = 0.5 + 1 / 32
+# Non-torch memory that grows during profiling (cuBLAS/cuDNN workspaces, NCCL once initialised):
+# the start-up logs of 2025 builds print 0.03-0.35 GiB whether or not tensor parallelism is on
+# (validation/published/vllm_logs.json: vllm#10517, #13061, #13882, #15815); this is their median.
+# A December 2024 build printed 1.79 GiB (TP 1) and 3.58 GiB (TP 2) because it still counted the
+# CUDA context there (vllm#10511).
+NON_TORCH = int(0.3 * GIB)
+# CUDA graph capture after the KV cache is allocated (outside the budget in V1 up to 0.10).
+CUDA_GRAPHS_TYPICAL = int(0.5 * GIB)
+# Bytes per sampled logit in the dummy sampler run: the f32 logits, their softmax and sorted copy.
+SAMPLER_BYTES_PER_LOGIT = 12
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class VllmOptions(_Frozen):
+    """``vllm serve`` options; ``None`` takes vLLM's default for the GPU and model."""
+
+    gpu_memory_bytes: int = Field(gt=0, description="Total memory CUDA reports for one GPU.")
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    max_model_len: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_num_seqs: int | None = Field(default=None, ge=1, le=100_000)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    kv_cache_dtype: KvCacheDtype = "auto"
+    quantization: Quantization = "none"
+    enforce_eager: bool = False
+    block_size: int = Field(default=16, ge=1, le=1024)
+    tensor_parallel: int = Field(default=1, ge=1, le=1024)
+
+
+class VllmResult(_Frozen):
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    budget: int = Field(description="total × gpu_memory_utilization, per GPU.")
+    weights: int
+    activation_peak: int
+    non_torch: int
+    cuda_graphs: int
+    kv_cache: int
+    kv_cache_tokens: int
+    num_gpu_blocks: int
+    kv_bytes_per_token: int
+    blocks_per_request: int = Field(description="Blocks one max_model_len request needs.")
+    max_concurrency: float
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fits(self) -> bool:
+        """vLLM starts only if one ``max_model_len`` request fits in the pool."""
+        return self.kv_cache > 0 and self.num_gpu_blocks >= self.blocks_per_request
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def resolved_defaults(arch: Architecture, options: VllmOptions) -> tuple[int, int, int]:
+    """(max_model_len, max_num_seqs, max_num_batched_tokens) as vLLM resolves them."""
+    big = options.gpu_memory_bytes >= 70 * GIB
+    seqs = options.max_num_seqs or (1024 if big else 256)
+    tokens = options.max_num_batched_tokens or (8192 if big else 2048)
+    length = options.max_model_len or arch.max_position_embeddings or 4096
+    return length, seqs, tokens
+
+
+def _checkpoint_quantization(arch: Architecture, options: VllmOptions) -> str:
+    return options.quantization
+
+
+def weights_bytes(arch: Architecture, options: VllmOptions) -> int:
+    """Weights on one GPU: sharded linears and embeddings (vocabulary padded to 64) over TP ranks,
+    replicated norms and biases, and the rotary cos/sin cache in the model dtype."""
+    tp = options.tensor_parallel
+    quant = _checkpoint_quantization(arch, options)
+    vocab = _cdiv(arch.vocab_size, 64) * 64
+    embed = vocab * arch.hidden_size * 2
+    head = 0 if arch.tie_word_embeddings else vocab * arch.hidden_size * 2
+    linear = arch.linear_params
+    if quant == "mxfp4" and arch.is_moe:
+        experts = (
+            arch.num_experts
+            * (3 if arch.mlp_gated else 2)
+            * arch.hidden_size
+            * arch.moe_intermediate_size
+            * arch.moe_layer_count
+        )
+        linear_bytes = experts * _MXFP4_EXPERT_BYTES + (linear - experts) * 2.0
+    else:
+        linear_bytes = linear * _LINEAR_BYTES[quant]
+    rest = arch.params_total - linear - arch.embedding_params - arch.lm_head_params
+    rope = (arch.max_position_embeddings or 0) * (arch.qk_rope_head_dim or arch.head_dim) * 2
+    return int((embed + head + linear_bytes) / tp + max(rest, 0) * 2 + rope)
+
+
+def activation_peak_bytes(arch: Architecture, tokens: int, seqs: int, tp: int) -> int:
+    """Torch peak increase of the profile run: the larger of the forward pass at ``tokens`` (bf16
+    gate/up and activated intermediate, four hidden-wide tensors) and the sampler's logits
+    (``min(seqs, tokens) × vocab`` f32 and their sorted copies)."""
+    if arch.is_moe:
+        inter = arch.experts_per_token * arch.moe_intermediate_size
+    else:
+        inter = arch.intermediate_size
+    forward = tokens * (3 * inter // tp + 4 * arch.hidden_size) * 2
+    reqs = min(seqs, tokens)
+    sampler = reqs * arch.vocab_size * SAMPLER_BYTES_PER_LOGIT + tokens * arch.hidden_size * 2
+    return int(max(forward, sampler))
+
+
+def kv_bytes_per_token(arch: Architecture, options: VllmOptions) -> int:
+    """One token of KV over all layers on one GPU: K and V of ``kv_heads / tp`` heads (at least one),
+    or for MLA the latent ``kv_lora_rank + qk_rope_head_dim`` (one tensor, as FlashMLA caches it)."""
+    dtype = 2 if options.kv_cache_dtype == "auto" else 1
+    if arch.attention_kind == "mla":
+        per_layer = ((arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)) * dtype
+    else:
+        heads = max(1, arch.num_kv_heads // options.tensor_parallel)
+        per_layer = heads * (arch.head_dim + arch.v_head_dim) * dtype
+    return per_layer * arch.num_layers
+
+
+def _groups(arch: Architecture) -> tuple[int, int, int]:
+    """(layers per group, full-attention groups, sliding groups) of vLLM's hybrid allocator."""
+    sliding = arch.sliding_layer_count if arch.sliding_window else 0
+    full = arch.num_layers - sliding
+    if not sliding or not full:
+        return arch.num_layers, 1, 0
+    size = min(full, sliding)
+    return size, _cdiv(full, size), _cdiv(sliding, size)
+
+
+def estimate_vllm(arch: Architecture, options: VllmOptions) -> VllmResult:
+    """vLLM's start-up accounting for ``arch`` on one GPU (per rank under tensor parallelism)."""
+    length, seqs, tokens = resolved_defaults(arch, options)
+    tp = options.tensor_parallel
+    budget = int(options.gpu_memory_bytes * options.gpu_memory_utilization)
+    weights = weights_bytes(arch, options)
+    activation = activation_peak_bytes(arch, tokens, seqs, tp)
+    non_torch = NON_TORCH
+    kv = max(budget - weights - activation - non_torch, 0)
+    per_token = kv_bytes_per_token(arch, options)
+    per_layer_page = per_token // arch.num_layers * options.block_size
+    group_size, full_groups, swa_groups = _groups(arch)
+    blocks = kv // (per_layer_page * group_size)
+    kv_tokens = blocks // (full_groups + swa_groups) * options.block_size
+    need = full_groups * _cdiv(length, options.block_size)
+    if swa_groups and arch.sliding_window:
+        window = min(length, arch.sliding_window - 1 + tokens)
+        need += swa_groups * _cdiv(window, options.block_size)
+    concurrency = blocks / need if need else 0.0
+    return VllmResult(
+        max_model_len=length,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=tokens,
+        budget=budget,
+        weights=weights,
+        activation_peak=activation,
+        non_torch=non_torch,
+        cuda_graphs=0 if options.enforce_eager else CUDA_GRAPHS_TYPICAL,
+        kv_cache=kv,
+        kv_cache_tokens=kv_tokens,
+        num_gpu_blocks=blocks,
+        kv_bytes_per_token=per_token,
+        blocks_per_request=need,
+        max_concurrency=round(concurrency, 2),
+    )
+
+
+def concurrency_at(arch: Architecture, options: VllmOptions, max_model_len: int) -> float:
+    """Concurrent requests of ``max_model_len`` tokens the pool holds (``max_model_len`` does not
+    change the pool in V1, only what one request needs)."""
+    trial = options.model_copy(update={"max_model_len": max_model_len})
+    return estimate_vllm(arch, trial).max_concurrency
+
+
+def longest_max_model_len(arch: Architecture, options: VllmOptions) -> int:
+    """The longest ``max_model_len`` that starts: one request must fit in the pool."""
+    result = estimate_vllm(arch, options.model_copy(update={"max_model_len": 1}))
+    if not result.kv_cache:
+        return 0
+    low, high = 1, max(result.kv_cache_tokens, 1)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if estimate_vllm(arch, options.model_copy(update={"max_model_len": mid})).fits:
+            low = mid
+        else:
+            high = mid - 1
+    return low

@@ -1,0 +1,174 @@
+"""llama.cpp's GGUF sizes and load-time buffers.
+
+Expected values come from (a) hand calculations written out below from ggml's block table
+(``ggml/src/ggml-common.h``: Q4_0 is 18 bytes per 32 values, Q4_K 144 per 256, Q6_K 210 per 256,
+Q8_0 34 per 32) and the configs in presets/models/*.json, and (b) the start-up logs collected from
+public GitHub issues in validation/published/llama_cpp_logs.json (each entry cites its thread).
+Bounds from issue 13: model, KV and compute buffers each within 5% median over the logs.
+"""
+
+import json
+import statistics
+
+import pytest
+
+from calculator.estimator.runtimes.llama_cpp import (
+    GGUF_TYPES,
+    LlamaCppOptions,
+    cache_row_bytes,
+    estimate_llama_cpp,
+    gguf_tensors,
+    kv_cells,
+    longest_context_full_offload,
+    most_gpu_layers_that_fit,
+    tensor_bytes,
+)
+from validation.runtime_logs import PUBLISHED, architecture, llama_cpp_rows
+
+MIB = 1 << 20
+GIB = 1 << 30
+ROWS = llama_cpp_rows()
+
+
+def llama3_8b():
+    return architecture("llama-3-8b")
+
+
+def test_every_file_type_the_issue_lists_is_offered():
+    wanted = "F32 BF16 F16 Q8_0 Q6_K Q5_K_M Q5_K_S Q5_0 Q4_K_M Q4_K_S Q4_0 IQ4_XS IQ4_NL Q3_K_L "
+    wanted += "Q3_K_M Q3_K_S IQ3_M IQ3_XXS Q2_K IQ2_M IQ2_XS IQ2_XXS IQ1_M IQ1_S"
+    assert set(wanted.split()) <= set(GGUF_TYPES)
+    arch = llama3_8b()
+    sizes = {
+        t: estimate_llama_cpp(
+            arch, LlamaCppOptions.model_validate({"gguf_type": t})
+        ).gguf_file_bytes
+        for t in GGUF_TYPES
+    }
+    assert (
+        sizes["F32"]
+        > sizes["F16"]
+        == sizes["BF16"]
+        > sizes["Q8_0"]
+        > sizes["Q4_K_M"]
+        > sizes["IQ1_S"]
+    )
+
+
+def test_block_arithmetic_by_hand():
+    # One 4096 x 4096 projection: 4096 / 256 = 16 super-blocks per row.
+    attn_q = next(t for t in gguf_tensors(llama3_8b()) if t.name == "blk.0.attn_q")
+    assert tensor_bytes(attn_q, "Q4_K") == 4096 * 16 * 144 == 9_437_184
+    assert tensor_bytes(attn_q, "Q6_K") == 4096 * 16 * 210
+    assert tensor_bytes(attn_q, "Q8_0") == 4096 * (4096 // 32) * 34
+    # Quantized KV rows: a 1024-wide q8_0 row is 32 blocks of 34 bytes; q4_0 is 18 per 32.
+    assert cache_row_bytes("q8_0", 1024) == 32 * 34 == 1088
+    assert cache_row_bytes("q4_0", 1024) == 32 * 18 == 576
+    assert cache_row_bytes("f16", 1024) == 2048
+
+
+def test_q4_0_file_of_llama3_8b_by_hand():
+    """Q4_0: every 2-D weight Q4_0 except the output head (Q6_K); norms stay F32."""
+    per_layer = 4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336  # attention + SwiGLU
+    linear = 32 * per_layer  # 6_979_321_856 weights
+    embd = 128256 * 4096  # 525_336_576
+    expected = (
+        linear * 18 // 32  # Q4_0 blocks
+        + embd * 18 // 32  # token_embd keeps the base type
+        + embd * 210 // 256  # output.weight -> Q6_K
+        + (2 * 32 + 1) * 4096 * 4  # attn_norm, ffn_norm per layer and output_norm, F32
+    )
+    assert expected == 4_653_375_488
+    result = estimate_llama_cpp(llama3_8b(), LlamaCppOptions(gguf_type="Q4_0"))
+    assert result.gguf_file_bytes == expected
+    assert result.tensor_types == {"Q4_0": 225, "Q6_K": 1, "F32": 33}
+
+
+def test_q4_k_m_mix_keeps_a_sixteenth_of_tensors_at_q6_k():
+    """use_more_bits(i, 32): layers 0-3, 28-31 and 6, 9, ..., 27 -> 16 attn_v + 16 ffn_down."""
+    result = estimate_llama_cpp(llama3_8b(), LlamaCppOptions(gguf_type="Q4_K_M"))
+    assert result.tensor_types["Q6_K"] == 16 + 16 + 1  # + output.weight
+    assert result.tensor_types["Q4_K"] == 7 * 32 - 32 + 1  # + token_embd
+
+
+def test_kv_buffer_by_hand():
+    # Llama-3-8B, f16, 8192 cells: 32 layers x (K + V) x 1024 wide x 2 bytes x 8192 = 1 GiB.
+    f16 = estimate_llama_cpp(llama3_8b(), LlamaCppOptions(n_ctx=8192))
+    assert f16.kv_buffer.total == 32 * 2 * 1024 * 2 * 8192 == GIB
+    q8 = estimate_llama_cpp(
+        llama3_8b(), LlamaCppOptions(n_ctx=8192, cache_type_k="q8_0", cache_type_v="q8_0")
+    )
+    assert q8.kv_buffer.total == 32 * 2 * 1088 * 8192
+    # n_ctx is padded to a multiple of 256.
+    assert estimate_llama_cpp(llama3_8b(), LlamaCppOptions(n_ctx=1000)).n_ctx_padded == 1024
+
+
+def test_sliding_window_cache_by_hand():
+    # Gemma-2-9B: window 4096 (config), 2 sequences, ubatch 512 -> pad(2 x 4096 + 512, 256) = 8704.
+    arch = architecture("gemma-2-9b")
+    full, swa = kv_cells(arch, LlamaCppOptions(n_ctx=32768, n_parallel=2, n_ubatch=512))
+    assert (full, swa) == (32768, 8704)
+    result = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=32768, n_parallel=2))
+    per_cell = 2 * 8 * 256 * 2  # K + V, 8 KV heads x 256, f16
+    assert result.kv_buffer.total == 21 * per_cell * 32768 + 21 * per_cell * 8704
+    # --swa-full gives every layer the whole context; Mistral's window is ignored by llama.cpp.
+    full_swa = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=32768, n_parallel=2, swa_full=True))
+    assert full_swa.kv_buffer.total == 42 * per_cell * 32768
+    assert kv_cells(architecture("mistral-7b-v0.1"), LlamaCppOptions(n_ctx=32768)) == (32768, 0)
+
+
+def test_compute_buffer_output_phase_by_hand():
+    # Flash attention on, n_ubatch 512: logits for 512 tokens and the final norm, f32.
+    result = estimate_llama_cpp(llama3_8b(), LlamaCppOptions(n_ctx=8192, flash_attention=True))
+    assert result.compute_buffer.gpu == 4 * 512 * (128256 + 4096)
+
+
+def test_partial_offload_places_the_first_layers_on_the_host():
+    arch = llama3_8b()
+    full = estimate_llama_cpp(arch, LlamaCppOptions(n_gpu_layers=None))
+    part = estimate_llama_cpp(arch, LlamaCppOptions(n_gpu_layers=20))
+    # ngl 20 of 33: layers 13..31 (19 of them) and the output layer on the GPU.
+    assert part.gpu_layers == 20
+    layer = next(t for t in gguf_tensors(arch) if t.name == "blk.0.attn_q")
+    assert part.model_buffer.total == full.model_buffer.total
+    assert part.kv_buffer.gpu == full.kv_buffer.total * 19 // 32
+    assert part.host_bytes > full.host_bytes > 0
+    assert tensor_bytes(layer, "Q4_K") < part.model_buffer.host
+    cpu = estimate_llama_cpp(arch, LlamaCppOptions(n_gpu_layers=0))
+    assert cpu.gpu_bytes == 0
+
+
+def test_levers_are_consistent_with_the_buffers():
+    arch = llama3_8b()
+    options = LlamaCppOptions(n_ctx=8192)
+    eight_gib = 8 * GIB
+    ngl = most_gpu_layers_that_fit(arch, options, eight_gib)
+    assert 0 < ngl <= 33
+    fits = estimate_llama_cpp(arch, options.model_copy(update={"n_gpu_layers": ngl}))
+    assert fits.gpu_bytes <= eight_gib
+    longest = longest_context_full_offload(arch, options, eight_gib)
+    assert longest % 256 == 0
+    at = estimate_llama_cpp(arch, options.model_copy(update={"n_ctx": longest}))
+    over = estimate_llama_cpp(arch, options.model_copy(update={"n_ctx": longest + 256}))
+    assert at.gpu_bytes <= eight_gib < over.gpu_bytes
+
+
+# --- published logs ---------------------------------------------------------------------------
+def test_every_log_cites_an_issue_or_pull_request():
+    logs = json.loads((PUBLISHED / "llama_cpp_logs.json").read_text())["logs"]
+    assert len(logs) >= 26
+    for log in logs:
+        assert log["source"].startswith("https://github.com/")
+        assert "/issues/" in log["source"] or "/pull/" in log["source"]
+
+
+@pytest.mark.parametrize("group", ["model", "kv", "compute"])
+def test_buffers_within_five_percent_median(group):
+    errors = [abs(row["error"]) for row in ROWS if row["buffer"].startswith(group)]
+    assert errors
+    assert statistics.median(errors) <= 0.05
+
+
+def test_outliers_are_explained():
+    outliers = [row for row in ROWS if abs(row["error"]) > 0.10]
+    assert all(row["note"] for row in outliers), [row["id"] for row in outliers]
