@@ -288,30 +288,71 @@ def sharded_totals(request: EstimateRequest) -> dict[int, int]:
 def largest_fitting(
     request: EstimateRequest, field: str, usable_bytes: int, upper: int
 ) -> int | None:
-    """The largest value of an integer field (batch, context) that still fits: a monotone
-    search that starts from the current value (galloping, then bisection)."""
+    """The largest value of an integer field (batch, context) that still fits.
 
-    def fits(value: int) -> bool:
-        return cached_estimate(with_changes(request, **{field: value})).total_bytes <= usable_bytes
+    Memory is affine in the batch and affine or quadratic in the context (Korthikanti et al.
+    2022, §4: activations ∝ s·b·h, plus s²·a·b for materialised scores; KV cache ∝ b·s), so a
+    secant step through two computed points lands on or next to the answer; each guess is
+    checked exactly with the estimator and the bracket [fits, does not fit] only ever shrinks,
+    with a bisection step whenever the secant stalls. The answer is exact: ``value`` fits and
+    ``value + 1`` does not (or ``value`` is ``upper``).
+    """
+
+    def total(value: int) -> int:
+        return cached_estimate(with_changes(request, **{field: value})).total_bytes
 
     start = max(1, min(int(getattr(request, field)), upper))
-    if fits(start):
-        low, high = start, start * 2
-        while high <= upper and fits(high):
-            low, high = high, high * 2
-        high = min(high, upper + 1)
-    else:
-        if start == 1 or not fits(1):
+    at_start = total(start)
+    if at_start > usable_bytes:
+        if start == 1:
             return None
-        low, high = start // 2, start
-        while low > 1 and not fits(low):
-            low, high = low // 2, low
+        low, low_total, high, high_total = 1, total(1), start, at_start
+        if low_total > usable_bytes:
+            return None
+    else:
+        if start == upper:
+            return start
+        # Probe a second point to get a slope, then extrapolate to the limit.
+        probe = min(upper, start * 2)
+        probe_total = total(probe)
+        low, low_total = start, at_start
+        while probe_total <= usable_bytes:
+            if probe == upper:
+                return upper
+            low, low_total = probe, probe_total
+            slope = (probe_total - at_start) / max(1, probe - start)
+            guess = probe + int((usable_bytes - probe_total) / slope) if slope > 0 else probe * 2
+            probe = min(upper, max(guess, probe + 1))
+            probe_total = total(probe)
+        high, high_total = probe, probe_total
+    # Secant (regula falsi) inside the bracket; a step that does not halve the bracket is
+    # followed by a bisection step, so the search never takes more than about twice the
+    # bisection's log2(range) evaluations.
+    secant = True
     while high - low > 1:
-        middle = (low + high) // 2
-        if fits(middle):
-            low = middle
+        width = high - low
+        if secant and high_total > low_total:
+            fraction = (usable_bytes - low_total) / (high_total - low_total)
+            guess = min(high - 1, max(low + 1, low + int(fraction * width)))
         else:
-            high = middle
+            guess = (low + high) // 2
+        guess_total = total(guess)
+        if guess_total <= usable_bytes:
+            low, low_total = guess, guess_total
+            if secant and high - low > 1:
+                # A secant guess through near-linear memory lands just below the limit.
+                above = total(low + 1)
+                if above > usable_bytes:
+                    return low
+                low, low_total = low + 1, above
+        else:
+            high, high_total = guess, guess_total
+            if secant and high - low > 1:
+                below = total(high - 1)
+                if below <= usable_bytes:
+                    return high - 1
+                high, high_total = high - 1, below
+        secant = (high - low) * 2 <= width
     return low
 
 

@@ -187,8 +187,12 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
         "gpus": catalogue_for(request).gpus,
         "custom_fields": CUSTOM_FIELDS,
     }
+    partial = bool(request.htmx and not request.htmx.history_restore_request)
+    if query.get("part") == "gpus":
+        return _gpu_fits_part(request, form, context)
     if form.is_valid():
-        context.update(_calculate(form, catalogue_for(request)))
+        # The long GPU list comes in a second request after the result (htmx only).
+        context.update(_calculate(form, catalogue_for(request), defer_fits=partial))
     link = permalink_for(query, store_config=request.method == "POST" and "result" in context)
     context["query"] = link
     if request.method == "POST":
@@ -272,7 +276,26 @@ def own_card(gb: float) -> OwnCard:
     )
 
 
-def _calculate(form: CalculatorForm, catalogue: CatalogueSnapshot) -> dict[str, Any]:
+def _gpu_fits_part(
+    request: HtmxHttpRequest, form: CalculatorForm, context: dict[str, Any]
+) -> HttpResponse:
+    """Which catalogue GPUs hold the job, and how many of each: the part of the result that
+    the page loads after the rest."""
+    if form.is_valid():
+        model, _extra = _resolve_model(form, catalogue_for(request))
+        if model is not None:
+            try:
+                estimate_request = form.estimate_request(model)
+                totals = presenters.sharded_totals(estimate_request)
+            except (ConfigError, PydanticValidationError):
+                totals = {}
+            context["fits"] = presenters.gpu_fits(catalogue_for(request).gpus, totals)
+    return render(request, "calculator/_result.html#gpu_fits", context)
+
+
+def _calculate(
+    form: CalculatorForm, catalogue: CatalogueSnapshot, *, defer_fits: bool = False
+) -> dict[str, Any]:
     model, context = _resolve_model(form, catalogue)
     if model is None:
         return context
@@ -294,7 +317,9 @@ def _calculate(form: CalculatorForm, catalogue: CatalogueSnapshot) -> dict[str, 
         request_obj=estimate_request,
         result=result,
         arch=arch,
-        **_result_context(estimate_request, result, gpu, arch, catalogue.gpus),
+        **_result_context(
+            estimate_request, result, gpu, arch, catalogue.gpus, defer_fits=defer_fits
+        ),
     )
     preset = context.get("preset")
     verdict = context.get("verdict")
@@ -351,6 +376,8 @@ def _result_context(
     gpu: GpuSpec | OwnCard | None,
     arch: Any,
     gpus: list[GpuSpec],
+    *,
+    defer_fits: bool = False,
 ) -> dict[str, Any]:
     rows = presenters.breakdown_rows(result, estimate_request, arch)
     context: dict[str, Any] = {"rows": rows, "gpu": gpu}
@@ -383,8 +410,11 @@ def _result_context(
             )
             context["levers"]["checkpointing_bytes"] = checkpointed.total_bytes
     context["segments"] = presenters.chart_segments(rows, scale)
-    totals = presenters.sharded_totals(estimate_request)
-    context["fits"] = presenters.gpu_fits(gpus, totals)
+    if defer_fits:
+        context["fits_deferred"] = True
+    else:
+        totals = presenters.sharded_totals(estimate_request)
+        context["fits"] = presenters.gpu_fits(gpus, totals)
     return context
 
 

@@ -38,7 +38,9 @@ def test_quantized_weights_formula_names_both_parts_and_multiplies_out(client):
     assert expected_bytes == 5_591_539_712
     body = text(client.get("/?model=Llama 3.1 8B&precision=int4&seq=1024"))
     assert "6,979,321,856 parameters of linear layers × ½ bytes" in body
-    assert "1,050,939,392 parameters of embeddings, LM head and norms, kept in BF16, × 2 bytes" in body
+    assert (
+        "1,050,939,392 parameters of embeddings, LM head and norms, kept in BF16, × 2 bytes" in body
+    )
     # The figure beside the formula is that product (5.2075… GiB, shown rounded).
     row = re.search(r"Weights ([\d.]+) [\d.]+% How it is computed", body)
     assert row is not None
@@ -83,11 +85,13 @@ def test_fits_links_carry_the_gpu_or_the_memory_amount(client):
     page = client.get("/fits/?gpu=rtx-4090-24gb").content.decode()
     own = page.split('id="own-title"')[1].split("</section>")[0]
     links = re.findall(r'href="/\?([^"]+)"', own)
-    assert links and all("gpu=rtx-4090-24gb" in link for link in links)
+    assert links
+    assert all("gpu=rtx-4090-24gb" in link for link in links)
     page = client.get("/fits/?gb=12").content.decode()
     own = page.split('id="own-title"')[1].split("</section>")[0]
     links = re.findall(r'href="/\?([^"]+)"', own)
-    assert links and all("vram=12" in link for link in links)
+    assert links
+    assert all("vram=12" in link for link in links)
 
 
 def test_fits_list_puts_two_bit_fits_last(client):
@@ -96,7 +100,8 @@ def test_fits_list_puts_two_bit_fits_last(client):
     precisions = re.findall(r"</a></th>\s*<td>([^<]+)", own)
     first_int2 = next((i for i, p in enumerate(precisions) if "INT2" in p), len(precisions))
     assert all("INT2" in p for p in precisions[first_int2:])
-    assert precisions and "INT2" not in precisions[0]
+    assert precisions
+    assert "INT2" not in precisions[0]
 
 
 def test_fits_examples_above_the_headline_are_marked(client):
@@ -129,7 +134,8 @@ def test_rate_limited_save_returns_the_page_with_the_result(client, settings):
     assert response["Retry-After"] == "3600"
     body = text(response)
     assert '<html lang="es"' in response.content.decode()
-    assert "GiB" in body and "Qwen2 7B" in body  # the result is still there
+    assert "GiB" in body
+    assert "Qwen2 7B" in body
     assert 'class="notice"' in response.content.decode()
 
 
@@ -152,7 +158,9 @@ def test_rate_limit_counts_the_address_the_trusted_proxy_saw(client, settings):
 
 
 def test_snapshot_shows_every_input_and_offers_exports(client):
-    query = "model=Llama 3.1 8B&mode=lora&lora_rank=64&lora_targets=all-linear&ckpt=on&seq=2048&batch=2"
+    query = (
+        "model=Llama 3.1 8B&mode=lora&lora_rank=64&lora_targets=all-linear&ckpt=on&seq=2048&batch=2"
+    )
     location = client.post("/r/", {"query": query})["Location"]
     body = text(client.get(location))
     for label, value in [
@@ -258,7 +266,8 @@ def test_a_30000_character_config_is_posted_and_linked_by_id(client):
     body = text(response)
     assert "6.92B parameters" in body  # Falcon 7B: 6,921,720,704 (transformers count)
     link = response["HX-Replace-Url"]
-    assert "cfg=" in link and len(link) < 300
+    assert "cfg=" in link
+    assert len(link) < 300
     reopened = text(client.get(link))
     total = re.search(r"([\d.]+) GiB total", body).group(1)
     assert f"{total} GiB total" in reopened
