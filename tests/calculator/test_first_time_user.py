@@ -283,3 +283,9 @@ def test_an_invalid_pasted_config_keeps_the_previous_result_and_url(client):
     assert response["HX-Reswap"] == "none"
     assert response["HX-Replace-Url"] == "false"
     assert "This is not valid JSON." in text(response)
+
+
+def test_fits_page_formats_its_numbers_for_the_locale(client):
+    body = text(client.get("/de/fits/?seq=32768&gb=12"))
+    assert "32.768" in body  # German grouping
+    assert "32768" not in body
