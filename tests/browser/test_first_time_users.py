@@ -132,6 +132,10 @@ def test_phone_user_on_fits(browser, live_server, catalogue):
     page = context.new_page()
     page.goto(live_server.url + "/fits/?gpu=rtx-4090-24gb")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    # Every column of the model list is on screen (stacked), the per-GPU figure included.
+    cell = page.locator("#own-title ~ .table-wrap td[data-label]").last.bounding_box()
+    assert cell is not None
+    assert cell["x"] + cell["width"] <= 390
     screenshot(page, "persona-phone-fits")
     page.locator("#own-title ~ .table-wrap a").first.click()
     page.wait_for_url(re.compile(r"gpu=rtx-4090-24gb"))
