@@ -225,6 +225,7 @@ class CalculatorForm(forms.Form):
             "The card to check the result against: its usable memory, not the marketed figure."
         ),
         "vram": _(
+            # xgettext:no-python-format
             "Any card not in the list: its memory as marketed. Counts 98.5% of it as usable, as the driver reports for most cards."
         ),
     }

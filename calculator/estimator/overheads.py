@@ -19,6 +19,7 @@ CUDA_CONTEXT_SOURCE = gettext_noop(
 INFERENCE_RESERVE_FRACTION = 0.05
 TRAINING_RESERVE_FRACTION = 0.10
 RESERVE_SOURCE = gettext_noop(
+    # xgettext:no-python-format
     "PyTorch CUDA semantics docs (caching allocator: memory_reserved >= memory_allocated); "
     "size from the gap between a live-tensor count and NVML in Hugging Face's BERT-large "
     "measurements (12-20% including context and framework tensors). A default until calibrated "

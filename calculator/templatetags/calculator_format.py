@@ -49,8 +49,9 @@ def num(value: float, places: int = 0) -> str:
     return decimal(value, int(places))
 
 
-# Typography of a percentage: French and German put a (narrow no-break) space before the sign.
-PERCENT_SPACED = {"fr", "de"}
+# Typography of a percentage: French, German and Spanish (RAE) put a (narrow no-break) space
+# before the sign.
+PERCENT_SPACED = {"fr", "de", "es"}
 
 
 @register.filter
