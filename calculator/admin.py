@@ -11,7 +11,6 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
 from calculator.estimator import Architecture, ConfigError
 from calculator.models import GpuSpec, ModelAlias, ModelPreset, PresetOrigin
@@ -156,12 +155,7 @@ class ModelPresetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             count += 1
         self.message_user(
             request,
-            ngettext(
-                "%(count)d model marked as reviewed.",
-                "%(count)d models marked as reviewed.",
-                count,
-            )
-            % {"count": count},
+            _("Models marked as reviewed: %(count)d.") % {"count": count},
             messages.SUCCESS,
         )
 

@@ -35,9 +35,7 @@ def test_typing_a_hub_id_imports_the_model(page, live_server, hub):
     assert (preset.origin, preset.reviewed) == (PresetOrigin.HUB, False)
 
 
-def test_an_unreachable_hub_gives_a_message_next_to_the_model_field(
-    page, live_server, monkeypatch
-):
+def test_an_unreachable_hub_gives_a_message_next_to_the_model_field(page, live_server, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
     page.goto(live_server.url + "/")
     wait_for_recompute(page, lambda: page.fill("#id_model", "standin/anything"))

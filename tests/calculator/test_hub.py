@@ -387,7 +387,7 @@ def test_admin_lists_the_import_with_its_marker_and_promotes_it(staff, hub):
         {"action": "mark_reviewed", "_selected_action": [preset.pk]},
         follow=True,
     )
-    assert "1 model marked as reviewed." in response.content.decode()
+    assert "Models marked as reviewed: 1." in response.content.decode()
     preset.refresh_from_db()
     assert preset.reviewed is True
     # Reviewed, it is part of the catalogue: its name now resolves like any alias.
@@ -402,3 +402,9 @@ def test_admin_can_edit_and_delete_an_import(staff, hub):
     assert "parameters stored (safetensors)" in change.content.decode().lower()
     staff.post(f"/admin/calculator/modelpreset/{preset.pk}/delete/", {"post": "yes"})
     assert not ModelPreset.objects.filter(pk=preset.pk).exists()
+
+
+def test_hub_messages_are_translated(client, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    german = client.get("/de/", {"model": "standin/anything"}).content.decode()
+    assert "Der Hugging Face Hub war nicht erreichbar" in german
