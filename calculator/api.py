@@ -237,7 +237,14 @@ def _hub_summary(preset: ModelPreset) -> dict[str, Any]:
 
 # A Hub look-up that fails: the repository's fault (4xx as for any bad model), or the Hub's
 # (424 Failed Dependency: the request was fine, the Hub it depends on did not answer).
-HUB_ERROR_STATUS = {"invalid": 422, "malformed": 422, "missing": 404, "gated": 403, "offline": 424}
+HUB_ERROR_STATUS = {
+    "invalid": 422,
+    "malformed": 422,
+    "missing": 404,
+    "withdrawn": 404,
+    "gated": 403,
+    "offline": 424,
+}
 
 
 def _hub_error(error: HubError, field: str) -> Status[dict[str, Any]]:

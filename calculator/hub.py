@@ -51,7 +51,7 @@ MAX_CONFIG_BYTES = 1 << 20
 # Past this many shards a mirror without the Hub's safetensors summary is not asked for headers.
 MAX_SHARD_HEADERS = 16
 
-HubErrorKind = Literal["invalid", "offline", "gated", "missing", "malformed"]
+HubErrorKind = Literal["invalid", "offline", "gated", "missing", "malformed", "withdrawn"]
 
 
 class HubError(Exception):
@@ -100,12 +100,21 @@ def _invalid_message(text: str) -> Any:
 
 
 def hub_cached_preset(*, repo_id: str) -> ModelPreset | None:
-    """An active preset already stored for this repository (imported or curated)."""
-    return (
-        ModelPreset.objects.filter(hf_repo__iexact=repo_id, active=True)
-        .order_by("-reviewed", "pk")
+    """The preset already stored for this repository (imported or curated), active first.
+
+    An inactive one means an admin withdrew the model: ``HubError("withdrawn")``, no fetch.
+    """
+    preset = (
+        ModelPreset.objects.filter(hf_repo__iexact=repo_id)
+        .order_by("-active", "-reviewed", "pk")
         .first()
     )
+    if preset is not None and not preset.active:
+        raise HubError(
+            "withdrawn",
+            _("“%(repo)s” has been withdrawn from this calculator.") % {"repo": repo_id},
+        )
+    return preset
 
 
 def hub_resolve(*, text: str, catalogue: Callable[[str], ModelPreset | None]) -> ModelPreset | None:

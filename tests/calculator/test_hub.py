@@ -408,3 +408,14 @@ def test_hub_messages_are_translated(client, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
     german = client.get("/de/", {"model": "standin/anything"}).content.decode()
     assert "Der Hugging Face Hub war nicht erreichbar" in german
+
+
+def test_a_withdrawn_import_is_not_fetched_again(client, hub):
+    serve_qwen(hub)
+    preset = hub_model_import(repo_id=QWEN_COPY)
+    ModelPreset.objects.filter(pk=preset.pk).update(active=False)
+    seen = len(hub.requests)
+    response = post(client, {"model": {"hub": QWEN_COPY}})
+    assert response.status_code == 404
+    assert "withdrawn" in response.json()["errors"][0]["message"]
+    assert len(hub.requests) == seen
