@@ -4,7 +4,7 @@ import json
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -13,7 +13,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, ConfigError
-from calculator.models import GpuSpec, ModelAlias, ModelPreset
+from calculator.models import GpuSpec, ModelAlias, ModelPreset, PresetOrigin
 
 IMPORT_SESSION_KEY = "calculator_preset_import"
 MAX_IMPORT_BYTES = 512 * 1024
@@ -117,12 +117,47 @@ class ModelPresetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "max_context",
         "bf16_memory_display",
         "active",
+        "review_status",
     )
-    list_filter = ("family", SizeBandFilter, "quantization", "active")
+    list_filter = ("family", SizeBandFilter, "quantization", "active", "origin", "reviewed")
     search_fields = ("display_name", "slug", "hf_repo", "aliases__alias")
-    readonly_fields = ("params_total", "num_layers", "num_kv_heads", "max_context", "updated_at")
+    readonly_fields = (
+        "params_total",
+        "num_layers",
+        "num_kv_heads",
+        "max_context",
+        "updated_at",
+        "origin",
+        "hub_revision",
+        "hub_params_total",
+        "hub_dtypes",
+        "imported_at",
+    )
     inlines = [ModelAliasInline]
+    actions = ["mark_reviewed"]
     change_list_template = "admin/calculator/modelpreset/change_list.html"
+
+    @admin.display(description=_("status"), ordering="reviewed")
+    def review_status(self, obj: ModelPreset) -> str:
+        if obj.origin != PresetOrigin.HUB:
+            return ""
+        return str(_("imported, reviewed") if obj.reviewed else _("imported, not reviewed"))
+
+    @admin.action(
+        description=_("Mark as reviewed (add the imported models to the catalogue)"),
+        permissions=["change"],
+    )
+    def mark_reviewed(self, request: HttpRequest, queryset: QuerySet[ModelPreset]) -> None:
+        count = 0
+        for preset in queryset.filter(reviewed=False):
+            preset.reviewed = True
+            preset.save(update_fields=["reviewed", "updated_at"])
+            count += 1
+        self.message_user(
+            request,
+            _("Models marked as reviewed: %(count)d.") % {"count": count},
+            messages.SUCCESS,
+        )
 
     @admin.display(description=_("parameters (B)"), ordering="params_total")
     def params_billion_display(self, obj: ModelPreset) -> str:

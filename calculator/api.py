@@ -26,7 +26,8 @@ from calculator.estimator import (
 )
 from calculator.estimator.schemas import model_kind
 from calculator.forms import CalculatorForm
-from calculator.models import GpuSpec, ModelPreset
+from calculator.hub import HubError, hub_preset, stored_weight_bytes
+from calculator.models import GpuSpec, ModelPreset, PresetOrigin
 from calculator.selectors import gpu_list, preset_resolve
 
 api = NinjaAPI(
@@ -52,14 +53,31 @@ class PresetModel(BaseModel):
     )
 
 
+class HubModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    hub: str = Field(
+        min_length=1,
+        max_length=300,
+        description="A Hugging Face Hub model repository id ('microsoft/phi-2') or its URL; "
+        "fetched once from the Hub (HF_ENDPOINT) and kept as an imported preset.",
+    )
+
+
+def _api_model_kind(value: Any) -> str:
+    if isinstance(value, HubModel) or (isinstance(value, dict) and "hub" in value):
+        return "hub"
+    return model_kind(value)
+
+
 class ApiEstimateRequest(EstimateRequest):
-    """The estimator's request; ``model`` may also name a catalogue preset."""
+    """The estimator's request; ``model`` may also name a catalogue preset or a Hub repository."""
 
     model: Annotated[  # type: ignore[assignment]
         Annotated[ConfigModel, Tag("config")]
         | Annotated[CustomModel, Tag("custom")]
-        | Annotated[PresetModel, Tag("preset")],
-        Discriminator(model_kind),
+        | Annotated[PresetModel, Tag("preset")]
+        | Annotated[HubModel, Tag("hub")],
+        Discriminator(_api_model_kind),
     ]
     gpu: str | None = Field(
         default=None, max_length=100, description="A GPU slug from /gpus for a fit verdict."
@@ -81,6 +99,20 @@ class ModelEcho(Schema):
     model_type: str = Field(description="The config's model_type ('custom' for a shape).")
 
 
+class HubOut(Schema):
+    repo_id: str
+    revision: str = Field(description="The commit whose config.json was read.")
+    reviewed: bool = Field(description="Whether an admin has reviewed the imported preset.")
+    params_stored: int | None = Field(
+        description="Tensor elements in the checkpoint (the Hub's safetensors metadata); packed "
+        "elements for a pre-quantized checkpoint."
+    )
+    dtypes: dict[str, int] = Field(description="Tensor elements per stored safetensors dtype.")
+    stored_weight_bytes: int | None = Field(
+        description="What the checkpoint's tensors occupy as stored (elements × dtype size)."
+    )
+
+
 class ApiEstimateResponse(EstimateResult):
     preset: str | None = Field(default=None, description="The preset slug used, if any.")
     model: ModelEcho = Field(description="The model matched.")
@@ -89,6 +121,9 @@ class ApiEstimateResponse(EstimateResult):
         "without the model description."
     )
     verdict: Verdict | None = None
+    hub: HubOut | None = Field(
+        default=None, description="For a model imported from the Hugging Face Hub."
+    )
 
 
 class ErrorItem(Schema):
@@ -161,14 +196,19 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 def _resolve(payload: ApiEstimateRequest) -> tuple[EstimateRequest, ModelPreset | None]:
     preset = None
     fields = payload.model_dump(exclude={"gpu", "model"})
-    if isinstance(payload.model, PresetModel):
+    if isinstance(payload.model, HubModel):
+        preset = hub_preset(
+            text=payload.model.hub, catalogue=lambda text: preset_resolve(text=text).preset
+        )
+        model: dict[str, Any] = {"config": preset.config}
+    elif isinstance(payload.model, PresetModel):
         match = preset_resolve(text=payload.model.preset)
         if match.preset is None:
             names = ", ".join(p.slug for p in match.suggestions[:5])
             hint = f" Closest: {names}." if names else ""
             raise HttpError(404, f"No preset matches {payload.model.preset!r}.{hint}")
         preset = match.preset
-        model: dict[str, Any] = {"config": preset.config}
+        model = {"config": preset.config}
     else:
         model = payload.model.model_dump(exclude_none=True)
     return EstimateRequest.model_validate({**fields, "model": model}), preset
@@ -202,6 +242,7 @@ def _respond(
     )
     body["preset"] = preset.slug if preset else None
     body["verdict"] = None
+    body["hub"] = _hub_summary(preset) if preset and preset.origin == PresetOrigin.HUB else None
     card: Any = None
     if vram_gb:
         card = own_card(vram_gb)
@@ -220,12 +261,41 @@ def _respond(
     return body
 
 
+def _hub_summary(preset: ModelPreset) -> dict[str, Any]:
+    return {
+        "repo_id": preset.hf_repo,
+        "revision": preset.hub_revision,
+        "reviewed": preset.reviewed,
+        "params_stored": preset.hub_params_total,
+        "dtypes": preset.hub_dtypes or {},
+        "stored_weight_bytes": stored_weight_bytes(preset.hub_dtypes or {}),
+    }
+
+
+# A Hub look-up that fails: the repository's fault (4xx as for any bad model), or the Hub's
+# (424 Failed Dependency: the request was fine, the Hub it depends on did not answer).
+HUB_ERROR_STATUS = {
+    "invalid": 422,
+    "malformed": 422,
+    "missing": 404,
+    "withdrawn": 404,
+    "gated": 403,
+    "offline": 424,
+}
+
+
+def _hub_error(error: HubError, field: str) -> Status[dict[str, Any]]:
+    return _errors(HUB_ERROR_STATUS[error.kind], [(field, error.message)])
+
+
 ESTIMATE_RESPONSES = {
     200: ApiEstimateResponse,
     400: ErrorResponse,
+    403: ErrorResponse,
     404: ErrorResponse,
     413: ErrorResponse,
     422: ErrorResponse,
+    424: ErrorResponse,
 }
 
 
@@ -234,6 +304,8 @@ def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
     try:
         estimate_request, preset = _resolve(payload)
         return _respond(estimate_request, preset, payload.gpu)
+    except HubError as error:
+        return _hub_error(error, "model.hub")
     except HttpError as error:
         return _errors(
             error.status_code, [("model" if "preset" in str(error) else "gpu", str(error))]
@@ -301,6 +373,8 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
     if not form.is_valid():
         return _errors(422, [(name, str(msgs[0])) for name, msgs in form.errors.items()])
     resolved = resolve_form_model(form, catalogue_for(request))
+    if resolved.hub_error is not None:
+        return _hub_error(resolved.hub_error, "model")
     if resolved.model is None:
         return _errors(404, [("model", f"No preset matches {form.cleaned_data['model']!r}.")])
     try:
@@ -327,7 +401,7 @@ class ModelFilters(Schema):
 
 @api.get("/models", response={200: ModelPage, 422: ErrorResponse}, summary="List catalogue models")
 def models(request: HttpRequest, filters: Query[ModelFilters]) -> dict[str, Any]:
-    queryset = ModelPreset.objects.filter(active=True).prefetch_related("aliases")
+    queryset = ModelPreset.objects.filter(active=True, reviewed=True).prefetch_related("aliases")
     if filters.q:
         from calculator.models import alias_key
 

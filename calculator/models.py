@@ -44,6 +44,11 @@ class Quantization(models.TextChoices):
     GPTQ_INT4 = "gptq-int4", _("GPTQ int4")
 
 
+class PresetOrigin(models.TextChoices):
+    CATALOGUE = "catalogue", _("catalogue")
+    HUB = "hub", _("imported from the Hugging Face Hub")
+
+
 class ModelPreset(models.Model):
     slug = models.CharField(_("slug"), max_length=100, unique=True, validators=[slug_validator])
     display_name = models.CharField(_("display name"), max_length=200)
@@ -67,6 +72,31 @@ class ModelPreset(models.Model):
     source = models.TextField(_("sources"), blank=True)
     note = models.TextField(_("note"), blank=True)
     active = models.BooleanField(_("active"), default=True)
+    origin = models.CharField(
+        _("origin"), max_length=20, choices=PresetOrigin.choices, default=PresetOrigin.CATALOGUE
+    )
+    reviewed = models.BooleanField(
+        _("reviewed"),
+        default=True,
+        help_text=_(
+            "Reviewed presets are part of the catalogue (suggestions, lists, the fits page); "
+            "an imported preset is only used for its own repository id until reviewed."
+        ),
+    )
+    hub_revision = models.CharField(_("Hub commit"), max_length=64, blank=True)
+    hub_params_total = models.BigIntegerField(
+        _("parameters stored (safetensors)"),
+        null=True,
+        blank=True,
+        help_text=_("Tensor elements in the checkpoint, from the Hub's safetensors metadata."),
+    )
+    hub_dtypes = models.JSONField(
+        _("stored dtypes (safetensors)"),
+        default=dict,
+        blank=True,
+        help_text=_("Tensor elements per stored dtype, from the Hub's safetensors metadata."),
+    )
+    imported_at = models.DateTimeField(_("imported at"), null=True, blank=True)
     seed_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -102,6 +132,10 @@ class ModelPreset(models.Model):
     @property
     def params_billion(self) -> float:
         return self.params_total / 1e9
+
+    @property
+    def is_unreviewed_import(self) -> bool:
+        return self.origin == PresetOrigin.HUB and not self.reviewed
 
 
 class ModelAlias(models.Model):

@@ -21,18 +21,25 @@ class PresetMatch:
 def preset_resolve(*, text: str) -> PresetMatch:
     """Find the preset a typed name means; when none matches exactly, the closest names.
 
-    An exact alias key wins; otherwise a single preset whose key starts with the typed key (so
+    Only reviewed presets take part (a Hub import answers its own repository id, through
+    ``calculator.hub``, until an admin reviews it). An exact alias key wins; otherwise a single preset whose key starts with the typed key (so
     'mixtral' finds Mixtral 8x7B when it is the only Mixtral); otherwise no guess, only
     suggestions ranked by similarity.
     """
     key = alias_key(text)
     if not key:
         return PresetMatch(None, [])
-    exact = ModelAlias.objects.filter(key=key, preset__active=True).select_related("preset").first()
+    exact = (
+        ModelAlias.objects.filter(key=key, preset__active=True, preset__reviewed=True)
+        .select_related("preset")
+        .first()
+    )
     if exact is not None:
         return PresetMatch(exact.preset, [])
     prefixed = list(
-        ModelPreset.objects.filter(active=True, aliases__key__startswith=key).distinct()[:10]
+        ModelPreset.objects.filter(
+            active=True, reviewed=True, aliases__key__startswith=key
+        ).distinct()[:10]
     )
     if len(prefixed) == 1:
         return PresetMatch(prefixed[0], [])
@@ -44,7 +51,11 @@ def preset_suggest(*, text: str, limit: int = 8) -> list[ModelPreset]:
     key = alias_key(text)
     if not key:
         return []
-    rows = list(ModelAlias.objects.filter(preset__active=True).values_list("key", "preset_id"))
+    rows = list(
+        ModelAlias.objects.filter(preset__active=True, preset__reviewed=True).values_list(
+            "key", "preset_id"
+        )
+    )
     scores: dict[int, float] = {}
     for alias, preset_id in rows:
         if key in alias:
@@ -64,7 +75,8 @@ def gpu_list() -> QuerySet[GpuSpec]:
 
 
 def preset_list() -> QuerySet[ModelPreset]:
-    return ModelPreset.objects.filter(active=True).order_by("-params_total")
+    """The catalogue: active presets, less Hub imports nobody has reviewed yet."""
+    return ModelPreset.objects.filter(active=True, reviewed=True).order_by("-params_total")
 
 
 def catalogue_version() -> str:

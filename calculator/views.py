@@ -38,6 +38,7 @@ from calculator.forms import (
     attach_estimator_error,
     custom_model_payload,
 )
+from calculator.hub import HubError, hub_resolve
 from calculator.models import GpuSpec, ModelPreset, SavedResult, config_hash
 from calculator.selectors import (
     SNAPSHOT,
@@ -174,7 +175,7 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
             response["HX-Reswap"] = reswap
         return response
     response = _index(request)
-    if key and response.status_code == 200:
+    if key and response.status_code == 200 and "no-store" not in response.get("Cache-Control", ""):
         cache.set(key, (response.content, response.get("HX-Reswap")), RESULT_CACHE_SECONDS)
     return response
 
@@ -211,8 +212,11 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
             response["HX-Replace-Url"] = "false"
         elif request.method == "POST":
             response["HX-Replace-Url"] = f"{request.path}?{link.urlencode()}"
-        return response
-    return render(request, template, context)
+    else:
+        response = render(request, template, context)
+    if "hub_error" in context:
+        response["Cache-Control"] = "no-store"  # the Hub may answer the next time
+    return response
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,7 @@ class ResolvedModel:
     model: dict[str, Any] | ConfigModel | None
     preset: ModelPreset | None = None
     suggestions: tuple[ModelPreset, ...] = ()
+    hub_error: HubError | None = None
 
 
 def resolve_form_model(form: CalculatorForm, catalogue: CatalogueSnapshot) -> ResolvedModel:
@@ -233,7 +238,16 @@ def resolve_form_model(form: CalculatorForm, catalogue: CatalogueSnapshot) -> Re
         return ResolvedModel({"config": cleaned["config_dict"]})
     match = catalogue.resolve(cleaned["model"])
     if match.preset is None:
-        return ResolvedModel(None, suggestions=tuple(match.suggestions))
+        # Not in the catalogue: a Hugging Face repository id or URL is looked up on the Hub.
+        try:
+            preset = hub_resolve(
+                text=cleaned["model"], catalogue=lambda t: catalogue.resolve(t).preset
+            )
+        except HubError as error:
+            return ResolvedModel(None, hub_error=error)
+        if preset is None:
+            return ResolvedModel(None, suggestions=tuple(match.suggestions))
+        return ResolvedModel(catalogue.description(preset), preset)
     return ResolvedModel(catalogue.description(match.preset), match.preset)
 
 
@@ -244,7 +258,10 @@ def _resolve_model(
     extra: dict[str, Any] = {}
     if resolved.preset is not None:
         extra["preset"] = resolved.preset
-    if resolved.model is None:
+    if resolved.hub_error is not None:
+        form.add_error("model", resolved.hub_error.message)
+        extra["hub_error"] = resolved.hub_error
+    elif resolved.model is None:
         name = form.cleaned_data["model"]
         form.add_error("model", _("No model in the catalogue matches “%(name)s”.") % {"name": name})
         extra["suggestions"] = list(resolved.suggestions)

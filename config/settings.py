@@ -129,6 +129,10 @@ SAVED_RESULT_RETENTION_DAYS = env_int("DJANGO_SAVED_RESULT_RETENTION_DAYS", 365)
 SAVED_RESULT_MAX_ROWS = env_int("DJANGO_SAVED_RESULT_MAX_ROWS", 100_000)
 SAVED_RESULT_RATE_PER_HOUR = env_int("DJANGO_SAVED_RESULT_RATE_PER_HOUR", 30)
 
+# Hugging Face Hub look-ups (calculator/hub.py): HF_ENDPOINT and HF_TOKEN are read when a
+# look-up runs, as huggingface_hub names them; this bounds each request to the Hub.
+HUB_TIMEOUT_SECONDS = env_int("DJANGO_HUB_TIMEOUT_SECONDS", 5)
+
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 

@@ -1,7 +1,10 @@
 import json
+import socket
 from pathlib import Path
 
 import pytest
+
+from tests.hub_standin import HubStandIn, Server
 
 ROOT = Path(__file__).resolve().parent.parent
 VALIDATION_CONFIGS = ROOT / "validation" / "configs"
@@ -24,3 +27,28 @@ def _fresh_cache():
 
     cache.clear()
     return
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(autouse=True)
+def _no_hub(monkeypatch):
+    """No test reaches the real Hugging Face Hub: HF_ENDPOINT points at a closed local port
+    unless the test starts the stand-in (``hub``), and no token comes from the environment."""
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """A local Hub stand-in (tests/hub_standin.py) on a random port, with HF_ENDPOINT at it."""
+    stand_in = HubStandIn()
+    with Server(stand_in):
+        monkeypatch.setenv("HF_ENDPOINT", stand_in.url)
+        yield stand_in

@@ -207,7 +207,9 @@ def test_page_and_exports_round_the_same_way():
 def test_markdown_total_matches_the_page(client):
     page = text(client.get("/?model=qwen2-7B&seq=8192"))
     markdown = client.get("/?model=qwen2-7B&seq=8192&format=md").content.decode()
-    total = re.search(r"### Qwen2 7B: ([\d.,]+) GiB", markdown).group(1)
+    match = re.search(r"### Qwen2 7B: ([\d.,]+) GiB", markdown)
+    assert match is not None
+    total = match.group(1)
     assert f"{total} GiB total" in page
 
 
@@ -273,7 +275,9 @@ def test_a_30000_character_config_is_posted_and_linked_by_id(client):
     assert "cfg=" in link
     assert len(link) < 300
     reopened = text(client.get(link))
-    total = re.search(r"([\d.]+) GiB total", body).group(1)
+    match = re.search(r"([\d.]+) GiB total", body)
+    assert match is not None
+    total = match.group(1)
     assert f"{total} GiB total" in reopened
 
 

@@ -7,7 +7,7 @@ The reference below is an independent, deliberately naive search: bisection over
 import pytest
 
 from calculator import presenters
-from calculator.estimator import EstimateRequest
+from calculator.estimator import EstimateRequest, estimate
 from tests.conftest import load_validation_config
 
 GIB = 1 << 30
@@ -16,7 +16,7 @@ GIB = 1 << 30
 def reference_largest(request, field, usable, upper):
     def fits(value):
         changed = presenters.with_changes(request, **{field: value})
-        return presenters.estimate(changed).total_bytes <= usable
+        return estimate(changed).total_bytes <= usable
 
     if not fits(1):
         return None
@@ -54,9 +54,13 @@ def test_search_equals_bisection(name, fields, field, gib, start):
 
 
 def test_search_needs_few_estimator_runs(monkeypatch):
-    calls = []
-    original = presenters.estimate
-    monkeypatch.setattr(presenters, "estimate", lambda r: calls.append(1) or original(r))
+    calls: list[int] = []
+
+    def counting(request):
+        calls.append(1)
+        return estimate(request)
+
+    monkeypatch.setattr(presenters, "estimate", counting)
     presenters._ESTIMATES.clear()
     request = EstimateRequest.model_validate(
         {"model": {"config": load_validation_config("llama-3.1-8b")}, "seq_len": 4096}

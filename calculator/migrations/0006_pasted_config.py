@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('calculator', '0004_gpu_updated_at'),
+        ('calculator', '0005_hub_import'),
     ]
 
     operations = [
