@@ -168,6 +168,25 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# One cache shared by every worker and every machine, never a per-process one: rendered
+# permalinks and rate-limit counters must be the same whichever worker answers. Redis when
+# REDIS_URL is set (several machines); otherwise a table in the database above (one machine, no
+# extra service; `manage.py createcachetable` creates it).
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+CACHE_KEY_PREFIX = os.environ.get("DJANGO_CACHE_KEY_PREFIX", "vram").strip()
+CACHES: dict[str, dict[str, Any]] = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL
+        else {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "calculator_cache",
+            "OPTIONS": {"MAX_ENTRIES": env_int("DJANGO_DB_CACHE_MAX_ENTRIES", 5000)},
+        }
+    )
+}
+CACHES["default"]["KEY_PREFIX"] = CACHE_KEY_PREFIX
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
