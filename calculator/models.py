@@ -62,7 +62,7 @@ class ModelPreset(models.Model):
     quantization = models.CharField(
         _("pre-quantized release"), max_length=20, choices=Quantization.choices, blank=True
     )
-    official_params = models.CharField(_("official parameter count"), max_length=50, blank=True)
+    official_params = models.CharField(_("official parameter count"), max_length=200, blank=True)
     source = models.TextField(_("sources"), blank=True)
     note = models.TextField(_("note"), blank=True)
     active = models.BooleanField(_("active"), default=True)

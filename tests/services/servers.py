@@ -43,9 +43,10 @@ def server_env(**overrides: str | None) -> dict[str, str]:
 
 
 def manage(env: dict[str, str], *args: str) -> None:
-    subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
     )
+    assert done.returncode == 0, f"manage.py {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
 
 
 def prepare_database(env: dict[str, str]) -> None:
@@ -167,7 +168,7 @@ class FormFields(HTMLParser):
         a = {key: value or "" for key, value in attrs}
         if tag == "form":
             self.inside = a.get("id") == self.form_id
-        if not self.inside or "name" not in a and tag != "option":
+        if not self.inside or ("name" not in a and tag != "option"):
             return
         if tag == "input" and a.get("type") not in {"submit", "button", "file"}:
             if a.get("type") in {"checkbox", "radio"} and "checked" not in a:
