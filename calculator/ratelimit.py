@@ -28,7 +28,7 @@ def rate_limit_within(*, bucket: str, client: str, limit: int, window_seconds: i
 
 def rate_limit_count(*, bucket: str, client: str, window_seconds: int) -> int:
     """Count one request; how many this client made in its current window, this one included."""
-    slot = f"{bucket}:{client}"
+    slot = f"{bucket}:{client}"[:255]  # the column's length; addresses are far shorter
     if settings.REDIS_URL:
         return _redis_count(
             settings.REDIS_URL, f"{settings.CACHE_KEY_PREFIX}:rate:{slot}", window_seconds

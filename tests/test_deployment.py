@@ -32,7 +32,9 @@ def test_a_compose_tool_accepts_the_file(tmp_path):
     # An empty env file, so a developer's own .env plays no part.
     empty = tmp_path / "empty.env"
     empty.write_text("")
-    command = [*compose_command(), "--env-file", str(empty), "-f", str(ROOT / "compose.yaml")]
+    tool = compose_command()
+    assert tool is not None
+    command = [*tool, "--env-file", str(empty), "-f", str(ROOT / "compose.yaml")]
     env = {"PATH": "/usr/bin:/bin", "DJANGO_SECRET_KEY": "x" * 50, "POSTGRES_PASSWORD": "p"}
     done = subprocess.run(
         [*command, "config", "-q"],

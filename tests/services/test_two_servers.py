@@ -8,10 +8,10 @@ not a skip.
 
 import itertools
 import os
+import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-import dj_database_url
 import psycopg
 import pytest
 from django.conf import settings
@@ -41,23 +41,17 @@ def two_servers(tmp_path_factory):
     redis_url = os.environ.get("REDIS_URL", "")
     assert base_url.startswith("postgres"), "make test-services must set DATABASE_URL=postgres://"
     assert redis_url, "make test-services must set REDIS_URL"
-    base = dj_database_url.parse(base_url)
-    name = f"{base['NAME']}_servers"
-    admin = {
-        "host": base["HOST"] or None,
-        "port": base["PORT"] or None,
-        "user": base["USER"] or None,
-        "password": base["PASSWORD"] or None,
-        "dbname": "postgres",
-        "autocommit": True,
-    }
+    base = urllib.parse.urlsplit(base_url)
+    name = f"{base.path.lstrip('/')}_servers"
+    admin_url = base._replace(path="/postgres").geturl()
+    servers_url = base._replace(path=f"/{name}").geturl()
     prefix = f"{os.environ.get('DJANGO_CACHE_KEY_PREFIX', 'vram')}-servers-{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(**admin) as connection:
+    with psycopg.connect(admin_url, autocommit=True) as connection:
         connection.execute(f'CREATE DATABASE "{name}"')
     data = tmp_path_factory.mktemp("servers")
     env = server_env(
         DJANGO_DATA_DIR=str(data),
-        DATABASE_URL=base_url.rsplit("/", 1)[0] + "/" + name,
+        DATABASE_URL=servers_url,
         REDIS_URL=redis_url,
         DJANGO_CACHE_KEY_PREFIX=prefix,
         DJANGO_SUPERUSER_PASSWORD=ADMIN_PASSWORD,
@@ -72,7 +66,7 @@ def two_servers(tmp_path_factory):
         for server in servers:
             server.stop()
         clear_redis_prefix(redis_url, prefix)
-        with psycopg.connect(**admin) as connection:
+        with psycopg.connect(admin_url, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -96,9 +90,11 @@ def test_the_saved_link_limit_holds_across_both_servers(two_servers):
 def test_an_admin_edit_through_one_server_is_served_by_the_other(two_servers):
     (first, second), env = two_servers
     with psycopg.connect(env["DATABASE_URL"]) as connection:
-        gpu_id, old_name = connection.execute(
+        row = connection.execute(
             "SELECT id, name FROM calculator_gpuspec WHERE slug = 'rtx-4090-24gb'"
         ).fetchone()
+    assert row is not None
+    gpu_id, old_name = row
     # The other server has read (and memoised, and cached the page for) the old catalogue.
     before = request(second.port, "GET", "/")
     assert before.status == 200
