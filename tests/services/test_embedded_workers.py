@@ -32,3 +32,24 @@ def test_thirty_five_saves_from_one_address_get_exactly_the_hourly_limit(two_wor
     # 30 saved (a redirect to the new link), the 5 beyond the limit refused.
     assert sorted(statuses) == [302] * 30 + [429] * 5
     assert two_workers.errors() == []
+
+
+def test_a_short_load_over_both_workers_has_no_error(two_workers):
+    """Both workers write rendered pages into the one SQLite file at once (the database cache),
+    which must wait for the other's write, never fail with "database is locked"."""
+    pages = [
+        f"/?model=gpt2&batch={batch}&seq={seq}"
+        for batch in range(1, 9)
+        for seq in (1024, 2048, 4096)
+    ]
+    pages += ["/", "/fits/?model=gpt2", "/healthz", "/api/v1/gpus"]
+    jobs = pages * 4  # each page computed once, then served from the shared cache
+
+    def get(path: str) -> int:
+        return request(two_workers.port, "GET", path).status
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(get, jobs))
+    assert len(statuses) == 112
+    assert set(statuses) == {200}
+    assert two_workers.errors() == []
