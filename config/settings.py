@@ -166,6 +166,16 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The workers of one machine all write this one file (cached pages, rate counters): in WAL
+    # mode readers go on during a write and a commit costs no fsync (synchronous=NORMAL is
+    # durable across crashes of the app, not of the machine, which is fine for a cache and the
+    # catalogue); IMMEDIATE transactions wait for the write lock instead of failing when two
+    # workers upgrade a read to a write at once.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        transaction_mode="IMMEDIATE",
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # One cache shared by every worker and every machine, never a per-process one: rendered
