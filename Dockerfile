@@ -1,6 +1,7 @@
 # Production image: gunicorn serving the app; static files and translations built at build time.
-# Release step (run once per deploy, not at every start):
+# Release step (run once per deploy, not at every start; compose.yaml's "release" service):
 #   docker run --rm --env-file .env IMAGE python manage.py migrate
+#   docker run --rm --env-file .env IMAGE python manage.py createcachetable
 #   docker run --rm --env-file .env IMAGE python manage.py load_presets
 FROM python:3.11-slim
 

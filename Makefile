@@ -17,7 +17,7 @@ LOCAL_ENV = DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-$$(cat var/secret_key)}" \
 	DJANGO_HTTPS="$${DJANGO_HTTPS:-0}" \
 	DJANGO_ALLOWED_HOSTS="$${DJANGO_ALLOWED_HOSTS:-127.0.0.1,localhost,[::1],$(HOST)}"
 
-.PHONY: run setup test bench bench-load lint typecheck migrations-check messages system-deps browser-deps clean
+.PHONY: run setup test test-services bench bench-load lint typecheck migrations-check messages system-deps browser-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,7 @@ messages: system-deps var/secret_key
 
 setup: $(VENV)/.installed var/secret_key messages
 	$(LOCAL_ENV) $(PY) manage.py migrate --noinput -v 0
+	$(LOCAL_ENV) $(PY) manage.py createcachetable
 	$(LOCAL_ENV) $(PY) manage.py load_presets
 	$(LOCAL_ENV) $(PY) manage.py collectstatic --noinput -v 0
 
@@ -76,6 +77,11 @@ migrations-check: $(VENV)/.installed-dev var/secret_key
 
 test: $(VENV)/.installed-dev var/secret_key messages browser-deps lint typecheck migrations-check
 	$(VENV)/bin/pytest
+
+# The suite again on PostgreSQL and Redis (the machine's, or private ones it starts), with the
+# tests of two servers sharing them (tests/services/). Arguments for pytest: ARGS="-x -k rate".
+test-services: $(VENV)/.installed-dev var/secret_key messages browser-deps
+	.ci/test-services $(ARGS)
 
 # On demand, not part of make test: timings vary between machines (README "Performance").
 bench: $(VENV)/.installed-dev setup

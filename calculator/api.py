@@ -394,7 +394,13 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
 
 
 class ModelFilters(Schema):
-    q: str = Field(default="", max_length=200, description="Search in names and aliases.")
+    # No NUL character: PostgreSQL text cannot hold one (SQLite never complained).
+    q: str = Field(
+        default="",
+        max_length=200,
+        pattern=r"^[^\x00]*$",
+        description="Search in names and aliases.",
+    )
     page: int = Field(default=1, ge=1, le=10_000)
     page_size: int = Field(default=50, ge=1, le=200)
 

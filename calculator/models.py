@@ -68,7 +68,7 @@ class ModelPreset(models.Model):
     quantization = models.CharField(
         _("pre-quantized release"), max_length=20, choices=Quantization.choices, blank=True
     )
-    official_params = models.CharField(_("official parameter count"), max_length=50, blank=True)
+    official_params = models.CharField(_("official parameter count"), max_length=200, blank=True)
     source = models.TextField(_("sources"), blank=True)
     note = models.TextField(_("note"), blank=True)
     active = models.BooleanField(_("active"), default=True)
@@ -280,6 +280,19 @@ class SavedResult(models.Model):
 
 def config_hash(config: Any) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+class RateCounter(models.Model):
+    """Requests one client made in its current rate-limit window (see ``calculator.ratelimit``,
+    used when no Redis is configured). Rows are counters, not history: one per client and
+    bucket, reset when its window has passed."""
+
+    slot = models.CharField(primary_key=True, max_length=255)
+    count = models.PositiveIntegerField(default=0)
+    expires_unix_s = models.FloatField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.slot}: {self.count}"
 
 
 class PastedConfig(models.Model):

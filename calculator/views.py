@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +26,7 @@ from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError as PydanticValidationError
 
 from calculator import forms as forms_module
-from calculator import presenters, reverse
+from calculator import presenters, ratelimit, reverse
 from calculator.estimator import ConfigError, ConfigModel, EstimateResult, resolve_architecture
 from calculator.forms import (
     DEFAULTS,
@@ -504,14 +503,10 @@ def client_address(request: HttpRequest) -> str:
 
 
 def _within_rate(request: HttpRequest, bucket: str, limit: int, window_seconds: int) -> bool:
-    """A fixed-window counter per client address in Django's cache."""
-    key = f"rate:{bucket}:{client_address(request)}:{int(time.time()) // window_seconds}"
-    cache.add(key, 0, timeout=window_seconds)
-    try:
-        count = cache.incr(key)
-    except ValueError:
-        count = 1
-    return count <= limit
+    """A fixed-window counter per client address, shared by all workers (calculator.ratelimit)."""
+    return ratelimit.rate_limit_within(
+        bucket=bucket, client=client_address(request), limit=limit, window_seconds=window_seconds
+    )
 
 
 @csrf_exempt

@@ -173,7 +173,36 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The workers of one machine all write this one file (cached pages, rate counters): in WAL
+    # mode readers go on during a write and a commit costs no fsync (synchronous=NORMAL is
+    # durable across crashes of the app, not of the machine, which is fine for a cache and the
+    # catalogue); IMMEDIATE transactions wait for the write lock instead of failing when two
+    # workers upgrade a read to a write at once.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        transaction_mode="IMMEDIATE",
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# One cache shared by every worker and every machine, never a per-process one: rendered
+# permalinks and rate-limit counters must be the same whichever worker answers. Redis when
+# REDIS_URL is set (several machines); otherwise a table in the database above (one machine, no
+# extra service; `manage.py createcachetable` creates it).
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+CACHE_KEY_PREFIX = os.environ.get("DJANGO_CACHE_KEY_PREFIX", "vram").strip()
+CACHES: dict[str, dict[str, Any]] = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL
+        else {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "calculator_cache",
+            "OPTIONS": {"MAX_ENTRIES": env_int("DJANGO_DB_CACHE_MAX_ENTRIES", 5000)},
+        }
+    )
+}
+CACHES["default"]["KEY_PREFIX"] = CACHE_KEY_PREFIX
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -21,12 +21,34 @@ def llama31_8b() -> dict:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    """Rate-limit counters and cached estimates never leak from one test into another."""
+def _fresh_cache(request, django_db_blocker):
+    """Rate-limit counters and cached pages never leak from one test into another.
+
+    The default cache is a table in the test database, so only tests that use the database
+    can touch it (and clear it); under Redis (REDIS_URL, `make test-services`) only this run's
+    keys are removed, never the whole Redis database, which other runs may share.
+    """
+    from django.conf import settings
     from django.core.cache import cache
 
-    cache.clear()
-    return
+    if settings.REDIS_URL:
+        clear_redis_prefix(settings.REDIS_URL, settings.CACHE_KEY_PREFIX)
+    elif request.node.get_closest_marker("django_db") or "django_db_setup" in request.fixturenames:
+        request.getfixturevalue("django_db_setup")
+        with django_db_blocker.unblock():
+            cache.clear()
+
+
+def clear_redis_prefix(url: str, prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
 
 
 def closed_port() -> int:

@@ -60,7 +60,7 @@ class Migration(migrations.Migration):
                 ('license', models.CharField(blank=True, max_length=100, verbose_name='licence')),
                 ('native_precision', models.CharField(default='bf16', max_length=20, verbose_name='native precision')),
                 ('quantization', models.CharField(blank=True, choices=[('', 'None (full precision release)'), ('fp8', 'FP8'), ('mxfp4', 'MXFP4'), ('awq-int4', 'AWQ int4'), ('gptq-int4', 'GPTQ int4')], max_length=20, verbose_name='pre-quantized release')),
-                ('official_params', models.CharField(blank=True, max_length=50, verbose_name='official parameter count')),
+                ('official_params', models.CharField(blank=True, max_length=200, verbose_name='official parameter count')),
                 ('source', models.TextField(blank=True, verbose_name='sources')),
                 ('note', models.TextField(blank=True, verbose_name='note')),
                 ('active', models.BooleanField(default=True, verbose_name='active')),

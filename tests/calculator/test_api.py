@@ -118,3 +118,10 @@ def test_openapi_description_and_docs_are_served(client):
 def test_cors_is_off_by_default(client):
     response = client.get("/api/v1/gpus", HTTP_ORIGIN="https://elsewhere.example")
     assert "Access-Control-Allow-Origin" not in response.headers
+
+
+def test_a_nul_character_in_the_model_search_is_a_422_not_a_500(client):
+    # PostgreSQL refuses NUL in text parameters; found by schemathesis under make test-services.
+    response = client.get("/api/v1/models", {"q": "llama\x00"})
+    assert response.status_code == 422
+    assert [error["field"] for error in response.json()["errors"]] == ["query.q"]

@@ -8,6 +8,8 @@ get a 4xx with the field named, which is the behaviour we want."""
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -17,6 +19,18 @@ MAX_EXAMPLES = 1000
 
 # Generating the description touches no database, so it is loaded once at import.
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """What Django's test client does: without it the WSGI handler closes the database
+    connection after each request, in the middle of the test's transaction (SQLite in memory
+    ignores that; a database file or PostgreSQL does not)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @schema.parametrize()
