@@ -55,15 +55,28 @@ def test_catalogue_is_complete_and_has_no_fuzzy_entry(locale):
 
 
 def test_makemessages_finds_nothing_new(tmp_path):
-    """Extract again into a scratch copy: the committed catalogue has exactly those messages."""
-    shutil.copytree(ROOT / "locale" / "de", tmp_path / "de")
-    env = {**os.environ, "DJANGO_LOCALE_PATH": str(tmp_path), "DJANGO_DEBUG": "1"}
+    """Extract again into a scratch copy: the committed catalogue has exactly those messages.
+
+    makemessages writes into any ``locale`` folder under its working directory, so it runs in
+    a copy of the sources, never touching the committed catalogue."""
+    source = tmp_path / "src"
+    for name in ("calculator", "config", "templates"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "manage.py", source / "manage.py")
+    shutil.copytree(ROOT / "locale" / "de", source / "locale" / "de")
+    # A probe proves that extraction really ran (an unchanged copy would pass vacuously).
+    probe = "i18n test probe: extraction ran"
+    (source / "calculator" / "_probe.py").write_text(
+        f"from django.utils.translation import gettext_lazy\n\nPROBE = gettext_lazy({probe!r})\n"
+    )
+    env = {**os.environ, "DJANGO_LOCALE_PATH": str(source / "locale"), "DJANGO_DEBUG": "1"}
     subprocess.run(
-        [sys.executable, "manage.py", "makemessages", "-l", "de", "--no-obsolete",
-         "--ignore=.venv", "--ignore=validation", "--ignore=staticfiles", "--ignore=tests", "-v", "0"],
-        cwd=ROOT, env=env, check=True, capture_output=True, timeout=300,
+        [sys.executable, "manage.py", "makemessages", "-l", "de", "--no-obsolete", "-v", "0"],
+        cwd=source, env=env, check=True, capture_output=True, timeout=300,
     )  # fmt: skip
-    extracted = set(po_entries(tmp_path / "de" / "LC_MESSAGES" / "django.po"))
+    extracted = set(po_entries(source / "locale" / "de" / "LC_MESSAGES" / "django.po"))
+    assert probe in extracted
+    extracted.discard(probe)
     committed = set(po_entries(ROOT / "locale" / "de" / "LC_MESSAGES" / "django.po"))
     assert extracted - committed == set(), "strings marked for translation but not in the catalogue"
     assert committed - extracted == set(), "catalogue entries no longer in the code"
