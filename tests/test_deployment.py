@@ -3,8 +3,8 @@ one Redis, a release step, health checks). A Compose tool validates it where one
 (`docker compose` or Debian's `docker-compose`, neither of which needs a Docker engine for
 `config`); the structure is checked everywhere."""
 
-import re
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
