@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,7 @@ from calculator.selectors import (
 from calculator.services import pasted_config_store, saved_result_create
 
 MAX_QUERY_CHARS = 16_000
+PASTED_CONFIG_ID = re.compile(r"[A-Za-z0-9_-]{22}")
 # Longer pasted configs are stored and linked by id (gunicorn's request line is 8190 bytes).
 MAX_LINKED_CONFIG_CHARS = 2_000
 FIELDS_WITH_ERRORS = tuple(name for name in CalculatorForm.base_fields if name != "gpu")
@@ -92,9 +94,12 @@ def form_data(query: QueryDict) -> QueryDict:
     submitted = {key for key in query if key in CalculatorForm.base_fields}
     for key in submitted:
         data.setlist(key, query.getlist(key))
-    config_id = query.get("cfg", "")
+    config_id = str(query.get("cfg", ""))
     if config_id and not (query.get("config") or "").strip():
-        data["config"] = pasted_config_text(config_id=config_id[:40]) or ""
+        # Ids are 22 URL-safe characters; anything else is not looked up (PostgreSQL refuses
+        # NUL bytes in a query, and nothing else could match).
+        known = PASTED_CONFIG_ID.fullmatch(config_id)
+        data["config"] = (pasted_config_text(config_id=config_id) if known else None) or ""
         data["cfg"] = config_id[:40]
     return data
 

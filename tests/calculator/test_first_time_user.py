@@ -281,9 +281,11 @@ def test_a_30000_character_config_is_posted_and_linked_by_id(client):
     assert f"{total} GiB total" in reopened
 
 
-def test_a_link_to_a_pruned_config_says_so(client):
-    body = text(client.get("/?source=config&cfg=doesnotexist"))
-    assert "no longer stored on the server" in body
+@pytest.mark.parametrize("config_id", ["doesnotexist", "A" * 22, "\x00", "a" * 500])
+def test_a_link_to_a_pruned_or_bad_config_id_says_so(client, config_id):
+    response = client.get("/", {"source": "config", "cfg": config_id})
+    assert response.status_code == 200
+    assert "no longer stored on the server" in text(response)
 
 
 def test_an_invalid_pasted_config_keeps_the_previous_result_and_url(client):
