@@ -360,14 +360,21 @@ PRECISION_ORDER = ("fp32", "bf16", "fp8", "int8", "int4", "int2")
 
 
 def highest_fitting_precision(request: EstimateRequest, usable_bytes: int) -> str | None:
-    """The most precise weight format that fits (inference and LoRA accept them all)."""
+    """The most precise weight format that fits (inference and LoRA accept them all). The most
+    compact format is tried first: when even it does not fit, nothing does (one run)."""
     allowed = PRECISION_ORDER if request.mode in {"inference", "lora"} else ("fp32", "bf16")
-    for precision in allowed:
+
+    def fits(precision: str) -> bool | None:
         try:
             changed = with_changes(request, precision=precision, mixed_precision=False)
         except ValueError:
-            continue
-        if cached_estimate(changed).total_bytes <= usable_bytes:
+            return None
+        return cached_estimate(changed).total_bytes <= usable_bytes
+
+    if fits(allowed[-1]) is False:
+        return None
+    for precision in allowed:
+        if fits(precision):
             return precision
     return None
 
@@ -504,43 +511,51 @@ class Suggestion:
 def best_combination(
     request: EstimateRequest, usable_bytes: int, max_context: int | None
 ) -> Suggestion | None:
-    """The least lossy combination that fits: weights at 16, 8 or 4 bits, an 8-bit KV cache,
-    then shorter contexts (halving down to 2,048 tokens). Never 2-bit: that is offered only as
-    the last resort with its warning. Inference and LoRA/QLoRA only (the weights can be
-    quantized there)."""
+    """The least lossy combination that fits: weights at 16, 8 or 4 bits, then an 8-bit KV cache
+    (inference), at the chosen context; if none fits there, the combination that keeps the
+    longest context (its exact longest, found by ``largest_fitting``). Never 2-bit: that is
+    offered only as the last resort with its warning. Inference and LoRA/QLoRA only (the
+    weights can be quantized there)."""
     if request.mode not in {"inference", "lora", "qlora"}:
         return None
     seq = min(request.seq_len, max_context or request.seq_len)
-    contexts = [seq]
-    while contexts[-1] > 2048:
-        contexts.append(max(2048, contexts[-1] // 2))
-    precisions = [p for p in ("bf16", "int8", "int4") if request.mode != "qlora" or p == "bf16"]
-    kv_options: list[str | None] = [None]
-    if request.mode == "inference":
-        kv_options.append("int8")
-    for context in contexts:
-        for precision in precisions:
-            for kv in kv_options:
-                try:
-                    changed = with_changes(
+    combinations: list[tuple[str, str | None]] = []
+    for precision in ("bf16", "int8", "int4"):
+        if request.mode == "qlora" and precision != "bf16":
+            continue
+        combinations.append((precision, None))
+        if request.mode == "inference":
+            combinations.append((precision, "int8"))
+    candidates = []
+    for precision, kv in combinations:
+        try:
+            candidates.append(
+                (
+                    precision,
+                    kv,
+                    with_changes(
                         request,
                         precision=precision,
                         kv_cache_precision=kv or request.kv_cache_precision,
-                        seq_len=context,
-                    )
-                except ValueError:
-                    continue
-                total = cached_estimate(changed).total_bytes
-                if total <= usable_bytes:
-                    return Suggestion(
-                        precision=precision,
-                        kv_cache_precision=kv,
-                        seq_len=context,
-                        total_bytes=total,
-                        quality=PRECISION_QUALITY[precision],
-                        shortened=context < request.seq_len,
-                    )
-    return None
+                        seq_len=seq,
+                    ),
+                )
+            )
+        except ValueError:
+            continue
+    for precision, kv, changed in candidates:
+        total = cached_estimate(changed).total_bytes
+        if total <= usable_bytes:
+            return Suggestion(precision, kv, seq, total, PRECISION_QUALITY[precision], False)
+    if not candidates:
+        return None
+    # Nothing fits at this context: the most compact combination gives the longest one.
+    precision, kv, compact = candidates[-1]
+    longest = largest_fitting(compact, "seq_len", usable_bytes, seq)
+    if not longest:
+        return None
+    total = cached_estimate(with_changes(compact, seq_len=longest)).total_bytes
+    return Suggestion(precision, kv, longest, total, PRECISION_QUALITY[precision], True)
 
 
 def context_warning(seq_len: int, max_context: int | None) -> int | None:

@@ -361,24 +361,33 @@ def _smaller_model(
     smaller = [c for c in catalogue.family(preset) if c.params_total < preset.params_total]
     # The same line first (Qwen2.5 14B → Qwen2.5 7B), then the rest of the family.
     smaller.sort(key=lambda c: (_series(c.display_name) != series, -c.params_total))
-    for candidate in smaller:
-        description = catalogue.description(candidate)
-        for precision in ("bf16", "int8", "int4"):
-            if request.mode == "qlora" and precision != "bf16":
-                continue
-            try:
-                changed = presenters.with_changes(request, precision=precision)
-            except ValueError:
-                continue
-            changed = changed.model_copy(update={"model": description})
-            total = presenters.cached_estimate(changed).total_bytes
-            if total <= usable_bytes:
-                return {
-                    "preset": candidate,
-                    "precision": precision,
-                    "total_bytes": total,
-                    "quality": presenters.PRECISION_QUALITY[precision],
-                }
+    precisions = ("bf16",) if request.mode == "qlora" else ("int4", "bf16", "int8")
+
+    def total(candidate: ModelPreset, precision: str) -> int | None:
+        try:
+            changed = presenters.with_changes(request, precision=precision)
+        except ValueError:
+            return None
+        changed = changed.model_copy(update={"model": catalogue.description(candidate)})
+        return presenters.cached_estimate(changed).total_bytes
+
+    for candidate in smaller[:6]:
+        # The most compact format first: when even it does not fit, the candidate is out.
+        compact = total(candidate, precisions[0])
+        if compact is None or compact > usable_bytes:
+            continue
+        best, best_total = precisions[0], compact
+        for precision in precisions[1:]:
+            value = total(candidate, precision)
+            if value is not None and value <= usable_bytes:
+                best, best_total = precision, value
+                break
+        return {
+            "preset": candidate,
+            "precision": best,
+            "total_bytes": best_total,
+            "quality": presenters.PRECISION_QUALITY[best],
+        }
     return None
 
 
