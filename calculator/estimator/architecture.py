@@ -1,15 +1,16 @@
 """A model's architecture, read from a Hugging Face ``config.json``, and its exact parameter count.
 
-Every family listed in ``FAMILY_READERS`` maps its config fields onto one normalised description
-(``Architecture``); parameter counting then follows the module layout that ``transformers``
-builds for that family (``modeling_<family>.py``), so the count equals
+Each family module in ``calculator/estimator/families/`` (one per ``modeling_<family>.py`` of
+``transformers``) maps its config fields onto one normalised description (``Architecture``);
+parameter counting, shared by all families, lives here and follows the module layout that
+``transformers`` builds, so the count equals
 ``sum(p.numel() for p in model.parameters())`` on the meta device. The committed dataset
 ``tests/estimator/data/transformers_param_counts.json`` checks that claim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Literal
 
@@ -87,14 +88,12 @@ class Architecture(BaseModel):
 
     @classmethod
     def from_hf_config(cls, config: Mapping[str, Any]) -> Architecture:
-        """Read a published ``config.json`` (see ``FAMILY_READERS`` for the families known)."""
+        """Read a published ``config.json`` with the reader its family module registered."""
         if not isinstance(config, Mapping):
             raise ConfigError("The config must be a JSON object.")
-        if "text_config" in config and isinstance(config["text_config"], Mapping):
-            return _read_multimodal(config)
-        model_type = str(config.get("model_type") or "")
-        reader = FAMILY_READERS.get(model_type, _read_llama_like)
-        return reader(_Config(config))
+        from calculator.estimator.families import reader_for
+
+        return reader_for(config)(ConfigFields(config))
 
     # --- derived sizes -------------------------------------------------------------------
     @property
@@ -265,7 +264,7 @@ class Architecture(BaseModel):
 
 
 # --- reading configs ---------------------------------------------------------------------
-class _Config:
+class ConfigFields:
     """Typed access to a config dict with clear errors naming the field."""
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
@@ -324,8 +323,8 @@ class _Config:
         return str(value) if value is not None else default
 
 
-def _core(c: _Config) -> dict[str, Any]:
-    """Fields every decoder-only config carries under the standard names."""
+def core_fields(c: ConfigFields) -> dict[str, Any]:
+    """Fields every decoder-only config carries under the standard names (or GPT-2's)."""
     hidden = c.positive("hidden_size", "n_embd", "d_model")
     heads = c.positive("num_attention_heads", "n_head", "num_heads")
     if hidden % heads and not c.has("head_dim"):
@@ -358,10 +357,10 @@ def _core(c: _Config) -> dict[str, Any]:
     }
 
 
-def _layer_types(
-    c: _Config, num_layers: int
+def layer_types_from(
+    c: ConfigFields, num_layers: int
 ) -> tuple[tuple[Literal["full", "sliding"], ...], int | None]:
-    """Which layers use a sliding window, from ``layer_types`` or the family's own fields."""
+    """Which layers use a sliding window, from the config's ``layer_types`` list."""
     window = c.raw.get("sliding_window")
     raw_types = c.raw.get("layer_types")
     if isinstance(raw_types, list) and len(raw_types) == num_layers:
@@ -375,309 +374,3 @@ def _layer_types(
             )
         return tuple(kinds), window if "sliding" in kinds else None
     return (), None
-
-
-def _read_llama_like(c: _Config) -> Architecture:
-    """Llama 1/2/3, Mistral, Qwen2/2.5, Yi, and any config with the standard field names."""
-    fields = _core(c)
-    model_type = fields["model_type"]
-    if not c.has("intermediate_size"):
-        raise ConfigError("Config is missing the field 'intermediate_size'.", "intermediate_size")
-    fields["intermediate_size"] = c.positive("intermediate_size")
-    fields["qkv_bias"] = c.flag("attention_bias", model_type in {"qwen2", "qwen2_moe"})
-    fields["o_bias"] = c.flag("attention_bias", False) and model_type not in {"qwen2", "qwen2_moe"}
-    fields["mlp_bias"] = c.flag("mlp_bias", False)
-    layer_types, window = _layer_types(c, fields["num_layers"])
-    if not layer_types and c.has("sliding_window") and _uses_sliding_window(c, model_type):
-        window = c.integer("sliding_window")
-        layer_types = ("sliding",) * fields["num_layers"]
-    fields["layer_types"] = layer_types
-    fields["sliding_window"] = window
-    return Architecture(**fields)
-
-
-def _uses_sliding_window(c: _Config, model_type: str) -> bool:
-    if model_type in {"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}:
-        return c.flag("use_sliding_window", False)
-    return model_type in {"mistral", "mixtral"}
-
-
-def _read_qwen3(c: _Config) -> Architecture:
-    arch = _read_llama_like(c)
-    return arch.model_copy(
-        update={
-            "qk_norm": "per_head",
-            "qkv_bias": c.flag("attention_bias", False),
-            "o_bias": c.flag("attention_bias", False),
-        }
-    )
-
-
-def _read_olmo2(c: _Config) -> Architecture:
-    arch = _read_llama_like(c)
-    return arch.model_copy(
-        update={"qk_norm": "full", "pre_norms_per_layer": 0, "post_norms_per_layer": 2}
-    )
-
-
-def _read_gemma(c: _Config) -> Architecture:
-    """Gemma 1/2/3 (text): tied embeddings, (1 + weight) RMSNorm, explicit head_dim."""
-    fields = _core(c)
-    fields["intermediate_size"] = c.positive("intermediate_size")
-    fields["tie_word_embeddings"] = c.flag("tie_word_embeddings", True)
-    fields["hidden_act"] = c.text("hidden_activation", c.text("hidden_act", "gelu_pytorch_tanh"))
-    fields["norm_kind"] = "rms_gemma"
-    fields["qkv_bias"] = c.flag("attention_bias", False)
-    fields["o_bias"] = c.flag("attention_bias", False)
-    model_type = fields["model_type"]
-    if model_type in {"gemma2", "gemma3_text", "gemma3"}:
-        fields["post_norms_per_layer"] = 2
-        fields["final_logit_softcapping"] = c.raw.get("final_logit_softcapping")
-        layer_types, window = _layer_types(c, fields["num_layers"])
-        if not layer_types and c.has("sliding_window"):
-            pattern = c.integer(
-                "sliding_window_pattern", default=2 if model_type == "gemma2" else 6
-            )
-            # Gemma 2 alternates sliding (even layers) and global; Gemma 3 puts one global layer
-            # after every pattern-1 sliding ones (modeling_gemma2/3 layer_types defaults).
-            if model_type == "gemma2":
-                layer_types = tuple(
-                    "sliding" if not i % 2 else "full" for i in range(fields["num_layers"])
-                )
-            else:
-                layer_types = tuple(
-                    "full" if (i + 1) % pattern == 0 else "sliding"
-                    for i in range(fields["num_layers"])
-                )
-            window = c.integer("sliding_window")
-        fields["layer_types"] = layer_types
-        fields["sliding_window"] = window
-    if model_type in {"gemma3_text", "gemma3"}:
-        fields["qk_norm"] = "per_head"
-    return Architecture(**fields)
-
-
-def _read_phi3(c: _Config) -> Architecture:
-    arch = _read_llama_like(c)
-    return arch.model_copy(update={"qkv_bias": False, "o_bias": False})
-
-
-def _read_gpt2(c: _Config) -> Architecture:
-    fields = _core(c)
-    hidden = fields["hidden_size"]
-    fields.update(
-        intermediate_size=c.positive("n_inner", default=4 * hidden),
-        hidden_act=c.text("activation_function", "gelu_new"),
-        mlp_gated=False,
-        mlp_bias=True,
-        qkv_bias=True,
-        o_bias=True,
-        norm_kind="layer",
-        learned_positions=c.positive("n_positions", "max_position_embeddings"),
-        tie_word_embeddings=c.flag("tie_word_embeddings", True),
-        attention_dropout=c.number("attn_pdrop"),
-        hidden_dropout=c.number("resid_pdrop"),
-        embedding_dropout=c.number("embd_pdrop"),
-    )
-    return Architecture(**fields)
-
-
-def _read_gpt_neox(c: _Config) -> Architecture:
-    fields = _core(c)
-    fields.update(
-        intermediate_size=c.positive("intermediate_size"),
-        hidden_act=c.text("hidden_act", "gelu"),
-        mlp_gated=False,
-        mlp_bias=True,
-        qkv_bias=c.flag("attention_bias", True),
-        o_bias=c.flag("attention_bias", True),
-        norm_kind="layer",
-        parallel_block=c.flag("use_parallel_residual", True),
-        hidden_dropout=c.number("hidden_dropout"),
-    )
-    return Architecture(**fields)
-
-
-def _read_falcon(c: _Config) -> Architecture:
-    fields = _core(c)
-    heads = fields["num_attention_heads"]
-    new_arch = c.flag("new_decoder_architecture", False)
-    if new_arch:
-        kv = c.positive("num_kv_heads", "num_key_value_heads", default=heads)
-    elif c.flag("multi_query", True):
-        kv = 1
-    else:
-        kv = heads
-    hidden = fields["hidden_size"]
-    parallel = c.flag("parallel_attn", True)
-    fields.update(
-        num_kv_heads=kv,
-        intermediate_size=c.positive("ffn_hidden_size", default=4 * hidden),
-        hidden_act=c.text("activation", "gelu"),
-        mlp_gated=False,
-        mlp_bias=c.flag("bias", False),
-        qkv_bias=c.flag("bias", False),
-        o_bias=c.flag("bias", False),
-        norm_kind="layer",
-        parallel_block=parallel or new_arch,
-        # Falcon-40B/180B (new architecture, two layer norms by default) vs Falcon-7B (one).
-        pre_norms_per_layer=2
-        if (new_arch and c.integer("num_ln_in_parallel_attn", default=2) == 2) or not parallel
-        else 1,
-        tie_word_embeddings=c.flag("tie_word_embeddings", True),
-        hidden_dropout=c.number("hidden_dropout"),
-        attention_dropout=c.number("attention_dropout"),
-    )
-    return Architecture(**fields)
-
-
-def _read_mixtral(c: _Config) -> Architecture:
-    arch = _read_llama_like(c)
-    experts = c.positive("num_local_experts")
-    return arch.model_copy(
-        update={
-            "num_experts": experts,
-            "experts_per_token": c.positive("num_experts_per_tok"),
-            "moe_intermediate_size": arch.intermediate_size,
-            "moe_layers": tuple(range(arch.num_layers)),
-        }
-    )
-
-
-def _read_qwen_moe(c: _Config) -> Architecture:
-    """Qwen1.5/2 MoE (shared expert with a sigmoid gate) and Qwen3 MoE (no shared expert)."""
-    arch = _read_qwen3(c) if c.text("model_type", "") == "qwen3_moe" else _read_llama_like(c)
-    experts = c.positive("num_experts")
-    step = c.positive("decoder_sparse_step", default=1)
-    dense_only = set(c.raw.get("mlp_only_layers") or [])
-    moe_layers = tuple(
-        i for i in range(arch.num_layers) if i not in dense_only and (i + 1) % step == 0
-    )
-    shared = c.integer("shared_expert_intermediate_size", default=0)
-    return arch.model_copy(
-        update={
-            "num_experts": experts,
-            "experts_per_token": c.positive("num_experts_per_tok"),
-            "moe_intermediate_size": c.positive("moe_intermediate_size"),
-            "shared_expert_intermediate_size": shared,
-            "num_shared_experts": 1 if shared else 0,
-            "shared_expert_gate": bool(shared),
-            "moe_layers": moe_layers,
-        }
-    )
-
-
-def _read_deepseek(c: _Config) -> Architecture:
-    """DeepSeek V2/V3/R1: multi-head latent attention and MoE with shared experts."""
-    fields = _core(c)
-    heads = fields["num_attention_heads"]
-    rope = c.positive("qk_rope_head_dim")
-    nope = c.positive("qk_nope_head_dim")
-    v_dim = c.positive("v_head_dim")
-    q_rank = c.raw.get("q_lora_rank")
-    fields.update(
-        attention_kind="mla",
-        num_kv_heads=heads,
-        head_dim=rope + nope,
-        v_head_dim=v_dim,
-        q_lora_rank=c.integer("q_lora_rank") if q_rank else None,
-        kv_lora_rank=c.positive("kv_lora_rank"),
-        qk_rope_head_dim=rope,
-        qkv_bias=False,
-        o_bias=c.flag("attention_bias", False),
-        intermediate_size=c.positive("intermediate_size"),
-    )
-    experts = c.integer("n_routed_experts", default=0)
-    if experts:
-        first_dense = c.integer("first_k_dense_replace", default=0)
-        freq = c.positive("moe_layer_freq", default=1)
-        shared = c.integer("n_shared_experts", default=0)
-        moe_inter = c.positive("moe_intermediate_size")
-        fields.update(
-            num_experts=experts,
-            experts_per_token=c.positive("num_experts_per_tok"),
-            moe_intermediate_size=moe_inter,
-            num_shared_experts=shared,
-            shared_expert_intermediate_size=moe_inter * shared,
-            moe_layers=tuple(
-                i for i in range(fields["num_layers"]) if i >= first_dense and i % freq == 0
-            ),
-        )
-    return Architecture(**fields)
-
-
-def _read_gpt_oss(c: _Config) -> Architecture:
-    fields = _core(c)
-    layer_types, window = _layer_types(c, fields["num_layers"])
-    experts = c.positive("num_local_experts", "num_experts")
-    inter = c.positive("intermediate_size")
-    fields.update(
-        intermediate_size=inter,
-        qkv_bias=c.flag("attention_bias", True),
-        o_bias=c.flag("attention_bias", True),
-        attention_sinks=True,
-        num_experts=experts,
-        experts_per_token=c.positive("num_experts_per_tok", "experts_per_token"),
-        moe_intermediate_size=inter,
-        router_bias=True,
-        expert_bias=True,
-        moe_layers=tuple(range(fields["num_layers"])),
-        layer_types=layer_types,
-        sliding_window=window,
-    )
-    return Architecture(**fields)
-
-
-def _read_multimodal(config: Mapping[str, Any]) -> Architecture:
-    """Multimodal configs (Gemma 3 4B+): the language model plus a SigLIP vision tower."""
-    text = dict(config["text_config"])
-    text.setdefault("model_type", f"{config.get('model_type', '')}_text")
-    if "vocab_size" not in text and "vocab_size" in config:
-        text["vocab_size"] = config["vocab_size"]
-    arch = Architecture.from_hf_config(text)
-    vision = config.get("vision_config")
-    extra = 0
-    if isinstance(vision, Mapping):
-        extra = _siglip_vision_params(_Config(vision), arch.hidden_size, config)
-    return arch.model_copy(
-        update={"extra_params": extra, "model_type": str(config.get("model_type"))}
-    )
-
-
-def _siglip_vision_params(v: _Config, text_hidden: int, config: Mapping[str, Any]) -> int:
-    """SigLIP encoder (modeling_siglip) plus Gemma 3's projector (modeling_gemma3)."""
-    hidden = v.positive("hidden_size")
-    inter = v.positive("intermediate_size")
-    layers = v.positive("num_hidden_layers")
-    patch = v.positive("patch_size")
-    image = v.positive("image_size")
-    channels = v.positive("num_channels", default=3)
-    positions = (image // patch) ** 2
-    embeddings = channels * patch * patch * hidden + hidden + positions * hidden
-    layer = 4 * (hidden * hidden + hidden) + 2 * (hidden * inter) + inter + hidden + 4 * hidden
-    post_norm = 2 * hidden
-    projector = hidden * text_hidden + hidden  # mm_input_projection_weight + mm_soft_emb_norm
-    return embeddings + layers * layer + post_norm + projector
-
-
-FAMILY_READERS: dict[str, Callable[[_Config], Architecture]] = {
-    "llama": _read_llama_like,
-    "mistral": _read_llama_like,
-    "qwen2": _read_llama_like,
-    "yi": _read_llama_like,
-    "qwen3": _read_qwen3,
-    "olmo2": _read_olmo2,
-    "gemma": _read_gemma,
-    "gemma2": _read_gemma,
-    "gemma3_text": _read_gemma,
-    "phi3": _read_phi3,
-    "gpt2": _read_gpt2,
-    "gpt_neox": _read_gpt_neox,
-    "falcon": _read_falcon,
-    "mixtral": _read_mixtral,
-    "qwen2_moe": _read_qwen_moe,
-    "qwen3_moe": _read_qwen_moe,
-    "deepseek_v2": _read_deepseek,
-    "deepseek_v3": _read_deepseek,
-    "gpt_oss": _read_gpt_oss,
-}

@@ -1,0 +1,42 @@
+"""Llama 1/2/3 (``modeling_llama.py``) and every config with the standard field names.
+
+The Llama reader is also the generic one: a config whose ``model_type`` no family module
+registers is read with it (and its estimate flagged as approximate).
+"""
+
+from __future__ import annotations
+
+from calculator.estimator.architecture import (
+    Architecture,
+    ConfigError,
+    ConfigFields,
+    core_fields,
+    layer_types_from,
+)
+from calculator.estimator.families.registry import register
+
+
+def uses_sliding_window(c: ConfigFields, model_type: str) -> bool:
+    if model_type in {"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}:
+        return c.flag("use_sliding_window", False)
+    return model_type in {"mistral", "mixtral"}
+
+
+@register("llama", "yi")
+def read_llama_like(c: ConfigFields) -> Architecture:
+    """Llama 1/2/3, Yi, and any config with the standard field names."""
+    fields = core_fields(c)
+    model_type = fields["model_type"]
+    if not c.has("intermediate_size"):
+        raise ConfigError("Config is missing the field 'intermediate_size'.", "intermediate_size")
+    fields["intermediate_size"] = c.positive("intermediate_size")
+    fields["qkv_bias"] = c.flag("attention_bias", model_type in {"qwen2", "qwen2_moe"})
+    fields["o_bias"] = c.flag("attention_bias", False) and model_type not in {"qwen2", "qwen2_moe"}
+    fields["mlp_bias"] = c.flag("mlp_bias", False)
+    layer_types, window = layer_types_from(c, fields["num_layers"])
+    if not layer_types and c.has("sliding_window") and uses_sliding_window(c, model_type):
+        window = c.integer("sliding_window")
+        layer_types = ("sliding",) * fields["num_layers"]
+    fields["layer_types"] = layer_types
+    fields["sliding_window"] = window
+    return Architecture(**fields)
