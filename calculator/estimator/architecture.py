@@ -18,6 +18,24 @@ from pydantic import BaseModel, ConfigDict, Field
 
 NormKind = Literal["rms", "layer", "rms_gemma"]
 QkNorm = Literal["none", "per_head", "full"]
+MixerKind = Literal["attention", "mamba", "mamba2", "gated_deltanet", "short_conv", "none"]
+MlpKind = Literal["dense", "moe", "none"]
+
+
+class RecurrentState(BaseModel):
+    """What one non-attention layer keeps per sequence instead of a KV cache."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: MixerKind
+    params: int = Field(ge=0, description="Parameters of one such mixer (conv, projections, A, D).")
+    conv_elements: int = Field(ge=0, description="Convolution state per sequence.")
+    state_elements: int = Field(
+        ge=0, description="Recurrent (SSM / delta-rule) state per sequence."
+    )
+    state_fp32: bool = Field(
+        default=False, description="The recurrent state is kept in fp32 whatever the model dtype."
+    )
 
 
 class ConfigError(ValueError):
@@ -26,6 +44,15 @@ class ConfigError(ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class VisionTower(BaseModel):
+    """A vision encoder: its weights are in ``extra_params``; this is what an image costs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tokens_per_image: int = Field(ge=0, description="Tokens one image adds to the sequence.")
+    source: str = Field(description="Where the image-token arithmetic comes from.")
 
 
 class Architecture(BaseModel):
@@ -48,6 +75,7 @@ class Architecture(BaseModel):
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: QkNorm = "none"
+    qk_norm_bias: bool = Field(default=False, description="The q/k norms are LayerNorms with bias.")
     attention_sinks: bool = False
     intermediate_size: int = Field(gt=0)
     mlp_gated: bool = True
@@ -61,6 +89,9 @@ class Architecture(BaseModel):
     )
     final_norm: bool = True
     learned_positions: int = Field(default=0, ge=0, description="Rows of a learned position table.")
+    embedding_width: int | None = Field(
+        default=None, gt=0, description="Width of the token embedding when not hidden_size (OPT)."
+    )
     tie_word_embeddings: bool = False
     lm_head_bias: bool = False
     final_logit_softcapping: float | None = None
@@ -81,6 +112,23 @@ class Architecture(BaseModel):
     max_position_embeddings: int | None = None
     extra_params: int = Field(
         default=0, ge=0, description="Parameters outside the language model (vision tower)."
+    )
+    other_params: int = Field(
+        default=0,
+        ge=0,
+        description="Language-model parameters outside the shared per-layer layout (per-layer "
+        "embeddings, MTP layers, extra norms and projections).",
+    )
+    mixer_kinds: tuple[MixerKind, ...] = Field(
+        default=(), description="Per layer: what mixes tokens; empty means attention everywhere."
+    )
+    recurrent: tuple[RecurrentState, ...] = Field(
+        default=(), description="Shape of each non-attention mixer kind used in mixer_kinds."
+    )
+    no_mlp_layers: tuple[int, ...] = Field(default=(), description="Layers without an MLP.")
+    vision: VisionTower | None = None
+    approximate_reason: str | None = Field(
+        default=None, description="Why the count is not verified for this family (generic reader)."
     )
     params_override: int | None = Field(
         default=None, description="A stated total for a custom model; overrides the count."
@@ -119,6 +167,27 @@ class Architecture(BaseModel):
     def is_moe_layer(self, index: int) -> bool:
         return self.is_moe and index in self.moe_layers
 
+    def mixer_kind(self, index: int) -> MixerKind:
+        return self.mixer_kinds[index] if self.mixer_kinds else "attention"
+
+    def mlp_kind(self, index: int) -> MlpKind:
+        if index in self.no_mlp_layers:
+            return "none"
+        return "moe" if self.is_moe_layer(index) else "dense"
+
+    def is_attention_layer(self, index: int) -> bool:
+        return self.mixer_kind(index) == "attention"
+
+    @property
+    def attention_layer_count(self) -> int:
+        return sum(1 for i in range(self.num_layers) if self.is_attention_layer(i))
+
+    def recurrent_state(self, kind: MixerKind) -> RecurrentState:
+        for state in self.recurrent:
+            if state.kind == kind:
+                return state
+        raise ValueError(f"no recurrent description for mixer kind {kind!r}")
+
     @property
     def moe_layer_count(self) -> int:
         return len(self.moe_layers) if self.is_moe else 0
@@ -126,14 +195,10 @@ class Architecture(BaseModel):
     @cached_property
     def layer_kinds(self) -> tuple[tuple[int, int], ...]:
         """(index of a representative layer, how many layers share its structure)."""
-        moe = set(self.moe_layers) if self.is_moe else set()
-        kinds = []
-        dense = [i for i in range(self.num_layers) if i not in moe]
-        if dense:
-            kinds.append((dense[0], len(dense)))
-        if moe:
-            kinds.append((min(moe), len(moe)))
-        return tuple(kinds)
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i in range(self.num_layers):
+            groups.setdefault((self.mixer_kind(i), self.mlp_kind(i)), []).append(i)
+        return tuple((layers[0], len(layers)) for layers in groups.values())
 
     # --- parameter counts (exact, per transformers' module layout) ------------------------
     def norm_params(self, width: int) -> int:
@@ -164,10 +229,11 @@ class Architecture(BaseModel):
             params += q + 2 * kv
         if self.o_bias:
             params += h
+        norm_copies = 2 if self.qk_norm_bias else 1
         if self.qk_norm == "per_head":
-            params += 2 * self.head_dim
+            params += norm_copies * 2 * self.head_dim
         elif self.qk_norm == "full":
-            params += q + kv
+            params += norm_copies * (q + kv)
         if self.attention_sinks:
             params += heads
         return params
@@ -194,21 +260,36 @@ class Architecture(BaseModel):
             params += h
         return params
 
+    def mixer_params(self, index: int) -> int:
+        kind = self.mixer_kind(index)
+        if kind == "attention":
+            return self.attention_params()
+        if kind == "none":
+            return 0
+        return self.recurrent_state(kind).params
+
+    def mlp_params(self, index: int) -> int:
+        kind = self.mlp_kind(index)
+        if kind == "none":
+            return 0
+        return self.moe_params() if kind == "moe" else self.dense_mlp_params()
+
     def layer_params(self, index: int) -> int:
         norms = (self.pre_norms_per_layer + self.post_norms_per_layer) * self.norm_params(
             self.hidden_size
         )
-        mlp = self.moe_params() if self.is_moe_layer(index) else self.dense_mlp_params()
-        return self.attention_params() + mlp + norms
+        return self.mixer_params(index) + self.mlp_params(index) + norms
 
     @property
     def embedding_params(self) -> int:
-        return self.vocab_size * self.hidden_size + self.learned_positions * self.hidden_size
+        width = self.embedding_width or self.hidden_size
+        return self.vocab_size * width + self.learned_positions * self.hidden_size
 
     @property
     def lm_head_params(self) -> int:
         """The output projection's own parameters (zero weight when tied to the embedding)."""
-        weight = 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
+        width = self.embedding_width or self.hidden_size
+        weight = 0 if self.tie_word_embeddings else self.vocab_size * width
         return weight + (self.vocab_size if self.lm_head_bias else 0)
 
     @cached_property
@@ -217,7 +298,14 @@ class Architecture(BaseModel):
             return self.params_override
         layers = sum(count * self.layer_params(index) for index, count in self.layer_kinds)
         final = self.norm_params(self.hidden_size) if self.final_norm else 0
-        return self.embedding_params + layers + final + self.lm_head_params + self.extra_params
+        return (
+            self.embedding_params
+            + layers
+            + final
+            + self.lm_head_params
+            + self.other_params
+            + self.extra_params
+        )
 
     @property
     def params_active(self) -> int:
@@ -235,20 +323,28 @@ class Architecture(BaseModel):
         h = self.hidden_size
         total = 0
         for index, count in self.layer_kinds:
+            if not self.is_attention_layer(index):
+                recurrent = self.mixer_params(index)
+                mlp_kind = self.mlp_kind(index)
+                total += count * (recurrent + (self.mlp_params(index) if mlp_kind != "none" else 0))
+                continue
             attention = self.attention_params()
             if self.qkv_bias:
                 attention -= self.q_width + 2 * self.kv_width
             if self.o_bias:
                 attention -= h
+            copies = 2 if self.qk_norm_bias else 1
             if self.qk_norm == "per_head":
-                attention -= 2 * self.head_dim
+                attention -= copies * 2 * self.head_dim
             elif self.qk_norm == "full":
-                attention -= self.q_width + self.kv_width
+                attention -= copies * (self.q_width + self.kv_width)
             if self.attention_sinks:
                 attention -= self.num_attention_heads
             if self.attention_kind == "mla":
                 attention -= (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
-            if self.is_moe_layer(index):
+            if self.mlp_kind(index) == "none":
+                mlp = 0
+            elif self.is_moe_layer(index):
                 expert = (3 if self.mlp_gated else 2) * h * self.moe_intermediate_size
                 mlp = self.num_experts * expert
                 if self.shared_expert_intermediate_size:
@@ -272,6 +368,14 @@ class ConfigFields:
 
     def has(self, *names: str) -> bool:
         return any(self.raw.get(name) is not None for name in names)
+
+    def require(self, *names: str) -> None:
+        """Raise a ``ConfigError`` naming the first of these fields the config lacks."""
+        for name in names:
+            if self.raw.get(name) is None:
+                model_type = self.text("model_type", "")
+                family = f" (a {model_type} config names it so)" if model_type else ""
+                raise ConfigError(f"Config is missing the field '{name}'{family}.", name)
 
     def integer(self, *names: str, default: int | None = None) -> int:
         for name in names:

@@ -2,24 +2,44 @@
 
 A family module reads its ``config.json`` fields into an ``Architecture`` and registers its
 reader for the ``model_type`` values it covers (``@register("gemma2", ...)``). Importing this
-package imports every family module, which fills the registry.
+package imports every family module listed in ``FAMILY_MODULES``, which fills the registry.
 """
 
 from __future__ import annotations
 
-from calculator.estimator.families import (  # noqa: F401  (imported to register their readers)
-    deepseek,
-    falcon,
-    gemma,
-    gpt2,
-    gpt_neox,
-    gpt_oss,
-    llama,
-    mistral,
-    olmo,
-    phi3,
-    qwen,
-)
+import importlib
+
 from calculator.estimator.families.registry import READERS, known_model_types, reader_for, register
 
-__all__ = ["READERS", "known_model_types", "reader_for", "register"]
+FAMILY_MODULES = (
+    "bigcode",
+    "bloom",
+    "cohere",
+    "deepseek",
+    "ernie",
+    "exaone",
+    "falcon",
+    "gemma",
+    "gpt2",
+    "gpt_neox",
+    "gpt_oss",
+    "gptj",
+    "granite",
+    "hunyuan",
+    "llama",
+    "minimax",
+    "mistral",
+    "olmo",
+    "opt",
+    "phi",
+    "phi3",
+    "qwen",
+    "seed_oss",
+    "smollm",
+    "stablelm",
+)
+
+for _module in FAMILY_MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+
+__all__ = ["FAMILY_MODULES", "READERS", "known_model_types", "reader_for", "register"]

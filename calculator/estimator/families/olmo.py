@@ -17,3 +17,9 @@ def read_olmo2(c: ConfigFields) -> Architecture:
     return arch.model_copy(
         update={"qk_norm": "full", "pre_norms_per_layer": 0, "post_norms_per_layer": 2}
     )
+
+
+@register("olmo3")
+def read_olmo3(c: ConfigFields) -> Architecture:
+    """OLMo 2's layout with sliding-window layers (``modeling_olmo3.py``)."""
+    return read_olmo2(c)
