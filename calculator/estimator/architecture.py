@@ -427,17 +427,20 @@ class ConfigFields:
         return str(value) if value is not None else default
 
 
-def core_fields(c: ConfigFields) -> dict[str, Any]:
-    """Fields every decoder-only config carries under the standard names (or GPT-2's)."""
+def core_fields(c: ConfigFields, *, head_dim_from_hidden: bool = True) -> dict[str, Any]:
+    """Fields every decoder-only config carries under the standard names (or GPT-2's).
+
+    ``head_dim_from_hidden=False`` for families whose head size is not ``hidden / heads``
+    (latent attention), so an indivisible pair is no error there."""
     hidden = c.positive("hidden_size", "n_embd", "d_model")
     heads = c.positive("num_attention_heads", "n_head", "num_heads")
-    if hidden % heads and not c.has("head_dim"):
+    if head_dim_from_hidden and hidden % heads and not c.has("head_dim"):
         raise ConfigError(
             f"hidden_size {hidden} is not divisible by num_attention_heads {heads}; "
             "the config needs an explicit 'head_dim'.",
             "head_dim",
         )
-    head_dim = c.positive("head_dim", default=hidden // heads)
+    head_dim = c.positive("head_dim", default=max(1, hidden // heads))
     kv_heads = c.positive("num_key_value_heads", "n_kv_heads", default=heads)
     if heads % kv_heads:
         raise ConfigError(

@@ -20,6 +20,7 @@ FAMILY_MODULES = (
     "exaone",
     "falcon",
     "gemma",
+    "glm",
     "gpt2",
     "gpt_neox",
     "gpt_oss",
