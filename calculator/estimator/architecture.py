@@ -139,8 +139,14 @@ class Architecture(BaseModel):
         """Read a published ``config.json`` with the reader its family module registered."""
         if not isinstance(config, Mapping):
             raise ConfigError("The config must be a JSON object.")
-        from calculator.estimator.families import reader_for
+        from calculator.estimator.families.registry import family_of, reader_for
 
+        family = family_of(config)
+        model_type = str(config.get("model_type") or "")
+        if family is not None and family != model_type:
+            # Read as the family its ``architectures`` names; keep the config's own name.
+            arch = reader_for(config)(ConfigFields({**config, "model_type": family}))
+            return arch.model_copy(update={"model_type": model_type or family})
         return reader_for(config)(ConfigFields(config))
 
     # --- derived sizes -------------------------------------------------------------------

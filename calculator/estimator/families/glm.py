@@ -26,6 +26,10 @@ def read_glm4_moe(c: ConfigFields) -> Architecture:
     """GQA with q/k/v biases and optional per-head q/k norms; after ``first_k_dense_replace``
     dense layers, routed experts plus ``n_shared_experts`` shared ones. The MTP layer
     (``num_nextn_predict_layers``) is not built by transformers and not counted."""
+    if not c.has("head_dim"):
+        # modeling_glm4_moe: head_dim defaults to hidden_size // num_attention_heads (floored).
+        hidden = c.positive("hidden_size")
+        c = ConfigFields({**c.raw, "head_dim": hidden // c.positive("num_attention_heads")})
     arch = read_llama_like(c)
     experts = c.positive("n_routed_experts")
     moe_inter = c.positive("moe_intermediate_size")
