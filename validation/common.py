@@ -57,7 +57,9 @@ def build_config(name: str):
     if mt not in CONFIG_MAPPING:
         # A model_type transformers does not register (Kimi K2's kimi_k2) whose `architectures`
         # names a class it does: build that class's config, as from_pretrained would.
-        by_class = {cls: key for key, cls in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items()}
+        by_class: dict[str, str] = {}
+        for key, cls in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items():
+            by_class.setdefault(cls, key)  # the class's own model_type comes first
         known = [by_class[a] for a in d.get("architectures") or [] if a in by_class]
         if not known:
             raise ValueError(f"model_type {mt!r} not known to this transformers version")

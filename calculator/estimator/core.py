@@ -493,4 +493,6 @@ def _finish(
         params_active=arch.params_active,
         num_gpus=request.num_gpus,
         assumptions=notes.items,
+        approximate=arch.approximate_reason is not None,
+        approximate_reason=arch.approximate_reason,
     )

@@ -194,3 +194,11 @@ class EstimateResult(_Frozen):
     params_active: int
     num_gpus: int
     assumptions: list[Assumption]
+    approximate: bool = Field(
+        default=False,
+        description="The model's family is not verified: its config was read by the generic "
+        "(Llama-shaped) reader.",
+    )
+    approximate_reason: str | None = Field(
+        default=None, description="Why the estimate is approximate, and how far off such are."
+    )

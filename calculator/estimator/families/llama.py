@@ -40,3 +40,35 @@ def read_llama_like(c: ConfigFields) -> Architecture:
     fields["layer_types"] = layer_types
     fields["sliding_window"] = window
     return Architecture(**fields)
+
+
+@register("__generic__")
+def read_generic(c: ConfigFields) -> Architecture:
+    """A config no family module knows: Llama's layout, plus routed (and shared) experts when
+    the config names them under one of the common spellings. Estimates from it are flagged as
+    approximate (see ``validation/generic_reader_error.py`` for how far off it is elsewhere)."""
+    if not c.has("intermediate_size") and c.has("n_inner", "ffn_dim", "ffn_hidden_size"):
+        inner = c.positive("n_inner", "ffn_dim", "ffn_hidden_size")
+        c = ConfigFields({**c.raw, "intermediate_size": inner})
+    arch = read_llama_like(c)
+    experts = c.integer(
+        "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", default=0
+    )
+    if experts <= 1:
+        return arch
+    moe_inter = c.positive("moe_intermediate_size", default=arch.intermediate_size)
+    shared = c.integer(
+        "n_shared_experts", "num_shared_experts", "moe_num_shared_experts", default=0
+    )
+    shared_size = c.integer("shared_expert_intermediate_size", default=moe_inter * shared)
+    first_dense = c.integer("first_k_dense_replace", default=0)
+    return arch.model_copy(
+        update={
+            "num_experts": experts,
+            "experts_per_token": c.positive("num_experts_per_tok", "moe_k", "moe_topk", default=1),
+            "moe_intermediate_size": moe_inter,
+            "num_shared_experts": 1 if shared_size and not shared else shared,
+            "shared_expert_intermediate_size": shared_size,
+            "moe_layers": tuple(range(first_dense, arch.num_layers)),
+        }
+    )

@@ -101,4 +101,4 @@ def reader_for(config: Mapping[str, Any]) -> Reader:
         return READERS[family]
     if isinstance(config.get("text_config"), Mapping):
         return READERS["__multimodal__"]
-    return READERS["llama"]
+    return READERS["__generic__"]
