@@ -145,6 +145,10 @@ class Architecture(BaseModel):
         default=(), description="Shape of each non-attention mixer kind used in mixer_kinds."
     )
     no_mlp_layers: tuple[int, ...] = Field(default=(), description="Layers without an MLP.")
+    parallel_recurrent: RecurrentState | None = Field(
+        default=None,
+        description="A recurrent mixer running beside attention in every layer (Falcon-H1).",
+    )
     vision: VisionTower | None = None
     approximate_reason: str | None = Field(
         default=None, description="Why the count is not verified for this family (generic reader)."
@@ -306,7 +310,8 @@ class Architecture(BaseModel):
         norms = (self.pre_norms_per_layer + self.post_norms_per_layer) * self.norm_params(
             self.hidden_size
         )
-        return self.mixer_params(index) + self.mlp_params(index) + norms
+        beside = self.parallel_recurrent.params if self.parallel_recurrent else 0
+        return self.mixer_params(index) + beside + self.mlp_params(index) + norms
 
     @property
     def embedding_params(self) -> int:

@@ -26,6 +26,7 @@ FAMILY_MODULES = (
     "gpt_oss",
     "gptj",
     "granite",
+    "hybrid",
     "hunyuan",
     "llama",
     "minimax",
@@ -37,6 +38,7 @@ FAMILY_MODULES = (
     "qwen",
     "seed_oss",
     "smollm",
+    "ssm",
     "stablelm",
 )
 
