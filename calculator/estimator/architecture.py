@@ -96,6 +96,10 @@ class Architecture(BaseModel):
     qk_norm: QkNorm = "none"
     qk_norm_bias: bool = Field(default=False, description="The q/k norms are LayerNorms with bias.")
     attention_sinks: bool = False
+    attention_output_gate: bool = Field(
+        default=False,
+        description="q_proj also produces a sigmoid gate on the attention output (Qwen3-Next).",
+    )
     intermediate_size: int = Field(gt=0)
     mlp_gated: bool = True
     mlp_bias: bool = False
@@ -257,6 +261,8 @@ class Architecture(BaseModel):
             return q + kv + out
         q, kv = self.q_width, self.kv_width
         params = h * (q + 2 * kv) + self.attn_out_width * h
+        if self.attention_output_gate:
+            params += h * q
         if self.qkv_bias:
             params += q + 2 * kv
         if self.o_bias:

@@ -36,6 +36,8 @@ FAMILY_MODULES = (
     "phi",
     "phi3",
     "qwen",
+    "qwen_next",
+    "qwen_vl",
     "seed_oss",
     "smollm",
     "ssm",

@@ -33,7 +33,7 @@ def read_qwen3(c: ConfigFields) -> Architecture:
 def read_qwen_moe(c: ConfigFields) -> Architecture:
     """Qwen1.5/2 MoE (shared expert with a sigmoid gate) and Qwen3 MoE (no shared expert)."""
     arch = read_qwen3(c) if c.text("model_type", "") == "qwen3_moe" else read_llama_like(c)
-    experts = c.positive("num_experts")
+    experts = c.positive("num_experts", "num_local_experts")
     step = c.positive("decoder_sparse_step", default=1)
     dense_only = set(c.raw.get("mlp_only_layers") or [])
     moe_layers = tuple(
