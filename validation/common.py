@@ -49,7 +49,6 @@ def load_config_dict(name: str) -> tuple[dict[str, Any], list[str]]:
 def build_config(name: str):
     """A transformers config object built from the published config.json dict."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     d, notes = load_config_dict(name)
