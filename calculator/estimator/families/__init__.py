@@ -29,6 +29,7 @@ FAMILY_MODULES = (
     "hybrid",
     "hunyuan",
     "llama",
+    "llama4",
     "minimax",
     "mistral",
     "olmo",
