@@ -154,6 +154,11 @@ class Architecture(BaseModel):
         description="A recurrent mixer running beside attention in every layer (Falcon-H1).",
     )
     vision: VisionTower | None = None
+    kv_shared_layers: int = Field(
+        default=0,
+        ge=0,
+        description="The last layers that reuse an earlier layer's keys and values (Gemma 3n).",
+    )
     approximate_reason: str | None = Field(
         default=None, description="Why the count is not verified for this family (generic reader)."
     )
@@ -172,7 +177,10 @@ class Architecture(BaseModel):
         model_type = str(config.get("model_type") or "")
         if family is None:
             arch = reader_for(config)(ConfigFields(config))
-            return arch.model_copy(update={"approximate_reason": generic_reason(model_type)})
+            reason = generic_reason(model_type)
+            if isinstance(config.get("vision_config"), Mapping):
+                reason += " Its vision tower is not counted."
+            return arch.model_copy(update={"approximate_reason": reason})
         if family != model_type:
             # Read as the family its ``architectures`` names; keep the config's own name.
             arch = reader_for(config)(ConfigFields({**config, "model_type": family}))
@@ -214,6 +222,10 @@ class Architecture(BaseModel):
     def is_attention_layer(self, index: int) -> bool:
         return self.mixer_kind(index) == "attention"
 
+    def keeps_kv(self, index: int) -> bool:
+        """An attention layer with its own KV cache (not one sharing an earlier layer's)."""
+        return self.is_attention_layer(index) and index < self.num_layers - self.kv_shared_layers
+
     @property
     def attention_layer_count(self) -> int:
         return sum(1 for i in range(self.num_layers) if self.is_attention_layer(i))
@@ -231,9 +243,10 @@ class Architecture(BaseModel):
     @cached_property
     def layer_kinds(self) -> tuple[tuple[int, int], ...]:
         """(index of a representative layer, how many layers share its structure)."""
-        groups: dict[tuple[str, str], list[int]] = {}
+        groups: dict[tuple[str, str, bool], list[int]] = {}
         for i in range(self.num_layers):
-            groups.setdefault((self.mixer_kind(i), self.mlp_kind(i)), []).append(i)
+            shared = i >= self.num_layers - self.kv_shared_layers
+            groups.setdefault((self.mixer_kind(i), self.mlp_kind(i), shared), []).append(i)
         return tuple((layers[0], len(layers)) for layers in groups.values())
 
     # --- parameter counts (exact, per transformers' module layout) ------------------------
@@ -298,9 +311,21 @@ class Architecture(BaseModel):
             params += h
         return params
 
+    def shared_kv_saving(self) -> int:
+        """What a layer that reuses another's keys and values lacks: k_proj, v_proj, k_norm."""
+        kv = self.kv_width
+        saving = 2 * self.hidden_size * kv + (2 * kv if self.qkv_bias else 0)
+        if self.qk_norm == "per_head":
+            saving += self.head_dim
+        elif self.qk_norm == "full":
+            saving += kv
+        return saving
+
     def mixer_params(self, index: int) -> int:
         kind = self.mixer_kind(index)
         if kind == "attention":
+            if index >= self.num_layers - self.kv_shared_layers:
+                return self.attention_params() - self.shared_kv_saving()
             return self.attention_params()
         if kind == "none":
             return 0

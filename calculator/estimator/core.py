@@ -319,7 +319,9 @@ def cache_by_layer_kind(
         kind = arch.mixer_kind(layers[0])
         cache = 0
         if kind == "attention":
-            tokens = sum(cached_tokens(arch, index, seq_len) for index in layers)
+            tokens = sum(
+                cached_tokens(arch, index, seq_len) for index in layers if arch.keeps_kv(index)
+            )
             cache = int(batch * tokens * per_token)
         state: RecurrentState | None = None
         if kind not in {"attention", "none"}:

@@ -38,7 +38,7 @@ def kv_cache_bytes(
     tokens = sum(
         cached_tokens(arch, index, seq_len)
         for index in range(arch.num_layers)
-        if arch.is_attention_layer(index)
+        if arch.keeps_kv(index)
     )
     return int(batch * tokens * per_token)
 

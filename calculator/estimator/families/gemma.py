@@ -9,6 +9,7 @@ from calculator.estimator.architecture import (
     Architecture,
     ConfigError,
     ConfigFields,
+    VisionTower,
     core_fields,
     layer_types_from,
 )
@@ -53,7 +54,7 @@ def read_gemma(c: ConfigFields) -> Architecture:
     return Architecture(**fields)
 
 
-@register("gemma3", "__multimodal__")
+@register("gemma3")
 def read_multimodal(c: ConfigFields) -> Architecture:
     """Multimodal configs (Gemma 3 4B+): the language model plus a SigLIP vision tower."""
     config = c.raw
@@ -69,8 +70,17 @@ def read_multimodal(c: ConfigFields) -> Architecture:
     extra = 0
     if isinstance(vision, Mapping):
         extra = siglip_vision_params(ConfigFields(vision), arch.hidden_size, config)
+    tokens = c.integer("mm_tokens_per_image", default=256)
+    tower = VisionTower(
+        tokens_per_image=tokens,
+        source="modeling_gemma3.py: every image is pooled to mm_tokens_per_image soft tokens",
+    )
     return arch.model_copy(
-        update={"extra_params": extra, "model_type": str(config.get("model_type"))}
+        update={
+            "extra_params": extra,
+            "model_type": str(config.get("model_type")),
+            "vision": tower if isinstance(vision, Mapping) else None,
+        }
     )
 
 
@@ -87,4 +97,74 @@ def siglip_vision_params(v: ConfigFields, text_hidden: int, config: Mapping[str,
     layer = 4 * (hidden * hidden + hidden) + 2 * (hidden * inter) + inter + hidden + 4 * hidden
     post_norm = 2 * hidden
     projector = hidden * text_hidden + hidden  # mm_input_projection_weight + mm_soft_emb_norm
-    return embeddings + layers * layer + post_norm + projector
+    head = 0
+    if v.flag("vision_use_head", True):
+        # SiglipMultiheadAttentionPoolingHead: probe, nn.MultiheadAttention, LayerNorm, MLP.
+        head = hidden + 4 * hidden * hidden + 4 * hidden + 2 * hidden
+        head += 2 * hidden * inter + inter + hidden
+    return embeddings + layers * layer + post_norm + head + projector
+
+
+@register("gemma3n_text")
+def read_gemma3n_text(c: ConfigFields) -> Architecture:
+    """Gemma 3n's language model (``modeling_gemma3n.py``): Gemma 3's layer plus, per layer,
+    AltUp (``altup_num_inputs`` streams: router, prediction and correction coefficients),
+    LAuReL (a rank-``laurel_rank`` residual) and a per-layer-input gate; model-wide, the
+    per-layer embeddings (``vocab_size_per_layer_input`` × layers × ``hidden_size_per_layer_input``)
+    with their projection, and the AltUp in/out projections. The last ``num_kv_shared_layers``
+    layers reuse earlier layers' keys and values, so they keep no KV cache of their own."""
+    sizes = c.raw.get("intermediate_size")
+    layers = c.positive("num_hidden_layers")
+    if isinstance(sizes, list):
+        if len(sizes) != layers or not all(isinstance(s, int) and s > 0 for s in sizes):
+            raise ConfigError(
+                "intermediate_size must list one positive width per layer.", "intermediate_size"
+            )
+        per_layer_sizes = [int(s) for s in sizes]
+    else:
+        per_layer_sizes = [c.positive("intermediate_size")] * layers
+    base = ConfigFields(
+        {**c.raw, "intermediate_size": per_layer_sizes[0], "model_type": "gemma3_text"}
+    )
+    arch = read_gemma(base)
+    h = arch.hidden_size
+    streams = c.positive("altup_num_inputs", default=4)
+    rank = c.positive("laurel_rank", default=64)
+    per_layer = c.positive("hidden_size_per_layer_input", default=256)
+    per_layer_vocab = c.positive("vocab_size_per_layer_input", default=arch.vocab_size)
+    altup = h + streams * streams + streams**3 + streams * h + h
+    laurel = 2 * h * rank + h
+    gate = 2 * h * per_layer + h
+    mlp_delta = sum(3 * h * (size - per_layer_sizes[0]) for size in per_layer_sizes)
+    model_level = (
+        per_layer_vocab * layers * per_layer
+        + layers * per_layer * h
+        + per_layer
+        + 2 * (streams - 1) * h * h
+    )
+    return arch.model_copy(
+        update={
+            "model_type": "gemma3n_text",
+            "other_params": layers * (altup + laurel + gate) + mlp_delta + model_level,
+            "kv_shared_layers": c.integer("num_kv_shared_layers", default=0),
+        }
+    )
+
+
+@register("gemma3n")
+def read_gemma3n(c: ConfigFields) -> Architecture:
+    """Gemma 3n's full checkpoint: the language model above; its MobileNetV5 vision tower (built
+    through timm) and its audio encoder are not modelled, so the result says so."""
+    text = c.raw.get("text_config")
+    if not isinstance(text, Mapping):
+        raise ConfigError("Config is missing the object 'text_config'.", "text_config")
+    arch = read_gemma3n_text(ConfigFields({**text, "model_type": "gemma3n_text"}))
+    return arch.model_copy(
+        update={
+            "model_type": "gemma3n",
+            "approximate_reason": (
+                "Gemma 3n's language model is counted exactly (per-layer embeddings included); "
+                "its vision (MobileNetV5) and audio encoders are not counted."
+            ),
+        }
+    )

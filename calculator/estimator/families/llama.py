@@ -72,3 +72,16 @@ def read_generic(c: ConfigFields) -> Architecture:
             "moe_layers": tuple(range(first_dense, arch.num_layers)),
         }
     )
+
+
+@register("__multimodal__")
+def read_unknown_multimodal(c: ConfigFields) -> Architecture:
+    """A multimodal config no family module knows: its ``text_config`` is read (by its own
+    family, else generically); the vision tower is not counted, and the result says so."""
+    text = dict(c.raw["text_config"])
+    text.setdefault("model_type", f"{c.text('model_type', '')}_text")
+    for key in ("vocab_size", "tie_word_embeddings"):
+        if key not in text and key in c.raw:
+            text[key] = c.raw[key]
+    arch = Architecture.from_hf_config(text)
+    return arch.model_copy(update={"model_type": c.text("model_type", "custom")})
