@@ -2,9 +2,10 @@
 
     .venv/bin/python validation/generic_reader_error.py
 
-For every config in the param-count dataset whose family is not Llama-shaped (``model_type`` not
-llama/mistral/yi/granite/smollm3), read it with the generic reader as if its model_type were
-unknown, and compare its parameter count with transformers' exact count from
+For one config of every family in the param-count dataset that is not Llama-shaped
+(``model_type`` not llama/mistral/yi/granite/smollm3), rename its model_type (and its text
+config's) to an unknown one, drop ``architectures``, read it as the app then does (generic
+reader; the text part of a multimodal config), and compare its parameter count with transformers' exact count from
 tests/estimator/data/transformers_param_counts.json. Prints the median and worst relative
 error (one config per family, the first in name order) and the configs it refuses.
 """
@@ -19,8 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calculator.estimator.architecture import ConfigError, ConfigFields  # noqa: E402
-from calculator.estimator.families.llama import read_generic  # noqa: E402
+from calculator.estimator.architecture import Architecture, ConfigError  # noqa: E402
 
 LLAMA_SHAPED = {"llama", "mistral", "yi", "granite", "smollm3"}
 
@@ -45,8 +45,10 @@ def main() -> None:
             continue
         config = {**sources[name], "model_type": "unknown-family"}
         config.pop("architectures", None)
+        if isinstance(config.get("text_config"), dict):
+            config["text_config"] = {**config["text_config"], "model_type": "unknown-text"}
         try:
-            count = read_generic(ConfigFields(config)).params_total
+            count = Architecture.from_hf_config(config).params_total
         except ConfigError as error:
             per_family[family] = (name, None)
             print(f"{family:18s} {name:32s} refused: {error}")

@@ -43,3 +43,17 @@ def test_cli_reports_approximate_with_the_reason(tmp_path):
     result = json.loads(out.getvalue())
     assert result["approximate"] is True
     assert "brand_new_family" in result["approximate_reason"]
+
+
+def test_notice_quotes_the_measured_generic_reader_error():
+    """The page's figures are the ones validation/generic_reader_error.py measured (rounded)."""
+    from pathlib import Path
+
+    from calculator.estimator import architecture
+
+    template = (
+        Path(__file__).resolve().parents[2] / "templates/calculator/_approximate.html"
+    ).read_text()
+    worst = int(architecture.GENERIC_READER_WORST_ERROR_PERCENT + 0.5)
+    median = int(architecture.GENERIC_READER_MEDIAN_ERROR_PERCENT + 0.5)
+    assert f'worst="{worst}%" median="{median}%"' in template
