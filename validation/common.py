@@ -102,7 +102,14 @@ def build_causal_lm(
             cfg, "vision_config"
         )
         auto = AutoModelForImageTextToText if vlm else AutoModelForCausalLM
-        model = auto.from_config(cfg, dtype=dtype, **kwargs)
+        try:
+            model = auto.from_config(cfg, dtype=dtype, **kwargs)
+        except ValueError as error:
+            # Attention-free models (Mamba) refuse SDPA; they have no attention, so "eager" only
+            # names the (unused) implementation.
+            if "attention implementation" not in str(error) or not kwargs:
+                raise
+            model = auto.from_config(cfg, dtype=dtype, attn_implementation="eager")
     bad = {p.dtype for p in model.parameters()} - {dtype}
     if bad:
         raise RuntimeError(f"model built with parameter dtypes {bad}, expected {dtype}")
