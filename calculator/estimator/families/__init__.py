@@ -31,6 +31,7 @@ FAMILY_MODULES = (
     "llama",
     "llama4",
     "minimax",
+    "mllama",
     "mistral",
     "olmo",
     "opt",
