@@ -298,7 +298,10 @@ def cache_by_layer_kind(
 ) -> list[LayerKind]:
     """Which layers hold what between forward passes: a KV cache on attention layers (the
     window on sliding ones), a fixed state on state-space / linear-attention layers, nothing on
-    MLP-only layers (Nemotron-H)."""
+    MLP-only layers (Nemotron-H). Mirrors the layers transformers' ``DynamicCache`` builds per
+    layer type (``DynamicLayer``, ``DynamicSlidingWindowLayer``, ``LinearAttentionLayer`` in
+    ``cache_utils.py``); the byte counts are those of ``kv_cache_bytes`` and
+    ``recurrent_layer_bytes``."""
     kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
     per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * kv_bytes
     groups: dict[str, list[int]] = {}
