@@ -243,6 +243,16 @@ class Architecture(BaseModel):
     @cached_property
     def layer_kinds(self) -> tuple[tuple[int, int], ...]:
         """(index of a representative layer, how many layers share its structure)."""
+        if not (self.mixer_kinds or self.no_mlp_layers or self.kv_shared_layers):
+            # Attention everywhere: dense layers and MoE layers are the only two kinds.
+            moe = set(self.moe_layers) if self.is_moe else set()
+            kinds = []
+            dense = [i for i in range(self.num_layers) if i not in moe]
+            if dense:
+                kinds.append((dense[0], len(dense)))
+            if moe:
+                kinds.append((min(moe), len(moe)))
+            return tuple(kinds)
         groups: dict[tuple[str, str, bool], list[int]] = {}
         for i in range(self.num_layers):
             shared = i >= self.num_layers - self.kv_shared_layers

@@ -281,10 +281,16 @@ def _inference(
         activations=int(layer_peak),
         logits=logits,
     )
-    result = _finish(
-        request, arch, peak_parts, phase="prefill forward", trainable=0, notes=notes, training=False
+    return _finish(
+        request,
+        arch,
+        peak_parts,
+        phase="prefill forward",
+        trainable=0,
+        notes=notes,
+        training=False,
+        layer_kinds=layer_kinds,
     )
-    return result.model_copy(update={"layer_kinds": layer_kinds})
 
 
 def cache_by_layer_kind(
@@ -304,6 +310,31 @@ def cache_by_layer_kind(
     ``recurrent_layer_bytes``."""
     kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
     per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * kv_bytes
+    if not (arch.mixer_kinds or arch.parallel_recurrent or arch.kv_shared_layers):
+        # Attention everywhere: full layers keep every token, sliding ones the window.
+        sliding = arch.sliding_layer_count
+        window = min(seq_len, arch.sliding_window or seq_len)
+        summary = []
+        if arch.num_layers - sliding:
+            full_bytes = int(batch * (arch.num_layers - sliding) * seq_len * per_token)
+            summary.append(
+                LayerKind(
+                    kind="attention",
+                    layers=arch.num_layers - sliding,
+                    holds="kv_cache",
+                    cache_bytes=full_bytes,
+                )
+            )
+        if sliding:
+            summary.append(
+                LayerKind(
+                    kind="sliding_attention",
+                    layers=sliding,
+                    holds="kv_cache",
+                    cache_bytes=int(batch * sliding * window * per_token),
+                )
+            )
+        return summary
     groups: dict[str, list[int]] = {}
     for index in range(arch.num_layers):
         kind = arch.mixer_kind(index)
@@ -578,6 +609,7 @@ def _finish(
     trainable: int,
     notes: _Notes,
     training: bool,
+    layer_kinds: list[LayerKind] | None = None,
 ) -> EstimateResult:
     peak = peak_parts.total()
     context = cuda_context_bytes()
@@ -607,4 +639,5 @@ def _finish(
         assumptions=notes.items,
         approximate=arch.approximate_reason is not None,
         approximate_reason=arch.approximate_reason,
+        layer_kinds=layer_kinds or [],
     )

@@ -35,11 +35,11 @@ def kv_cache_bytes(
     """
     kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
     per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * bytes_per_element
-    tokens = sum(
-        cached_tokens(arch, index, seq_len)
-        for index in range(arch.num_layers)
-        if arch.keeps_kv(index)
-    )
+    if arch.mixer_kinds or arch.kv_shared_layers:
+        layers = [index for index in range(arch.num_layers) if arch.keeps_kv(index)]
+    else:
+        layers = list(range(arch.num_layers))
+    tokens = sum(cached_tokens(arch, index, seq_len) for index in layers)
     return int(batch * tokens * per_token)
 
 
@@ -61,6 +61,8 @@ def recurrent_layer_bytes(
 
 def recurrent_state_bytes(arch: Architecture, *, batch: int, model_bytes: float, plan: Plan) -> int:
     """Fixed-size state of every non-attention layer (and of Falcon-H1's parallel mixers)."""
+    if not (arch.mixer_kinds or arch.parallel_recurrent):
+        return 0
     total = 0
     for index in range(arch.num_layers):
         kind = arch.mixer_kind(index)
