@@ -339,8 +339,8 @@ def cache_by_layer_kind(
     for index in range(arch.num_layers):
         kind = arch.mixer_kind(index)
         if kind == "attention":
-            sliding = arch.layer_types and arch.layer_types[index] == "sliding"
-            name = "sliding_attention" if sliding else "attention"
+            is_sliding = bool(arch.layer_types) and arch.layer_types[index] == "sliding"
+            name = "sliding_attention" if is_sliding else "attention"
             if arch.parallel_recurrent is not None:
                 name = f"{name}+{arch.parallel_recurrent.kind}"
         elif kind == "none":
