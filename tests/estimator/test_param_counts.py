@@ -47,7 +47,7 @@ WANTED = {
     "glm4_moe_lite", "deepseek_v32", "glm_moe_dsa", "mamba", "mamba2", "lfm2", "jamba",
     "falcon_h1", "nemotron_h", "granitemoehybrid", "qwen3_next", "qwen3_5", "qwen3_5_moe",
     "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4", "llama4_text",
-    "gemma3", "gemma3n_text", "mllama",
+    "gemma3", "gemma3n_text", "mllama", "mistral3",
 }  # fmt: skip
 
 

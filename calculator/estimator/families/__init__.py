@@ -33,6 +33,7 @@ FAMILY_MODULES = (
     "minimax",
     "mllama",
     "mistral",
+    "mistral3",
     "olmo",
     "opt",
     "phi",

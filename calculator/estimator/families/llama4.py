@@ -79,4 +79,5 @@ def read_llama4(c: ConfigFields) -> Architecture:
     if not isinstance(vision, Mapping):
         return arch.model_copy(update={"model_type": "llama4"})
     extra, tower = llama4_vision(ConfigFields(vision), arch.hidden_size)
+    # The language model's own text_config flag ties its LM head, not the root's.
     return arch.model_copy(update={"model_type": "llama4", "extra_params": extra, "vision": tower})

@@ -54,6 +54,8 @@ def read_mllama(c: ConfigFields) -> Architecture:
     return arch.model_copy(
         update={
             "model_type": "mllama",
+            # The embedding has 8 more rows than the LM head: transformers never ties them.
+            "tie_word_embeddings": False,
             "other_params": extras,
             "extra_params": mllama_vision(ConfigFields(vision), arch.hidden_size),
             "vision": VisionTower(

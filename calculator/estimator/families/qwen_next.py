@@ -103,7 +103,7 @@ def read_qwen3_5(c: ConfigFields) -> Architecture:
     model_type = c.text("model_type", "qwen3_5")
     text_fields = ConfigFields({**text, "model_type": f"{model_type}_text"})
     arch = read_qwen3_next(text_fields)
-    tie = c.flag("tie_word_embeddings", arch.tie_word_embeddings)
+    tie = c.flag("tie_word_embeddings", False)  # the root's flag (Qwen3_5Config default)
     vision = c.raw.get("vision_config")
     extra, tower = 0, None
     if isinstance(vision, Mapping):

@@ -46,10 +46,12 @@ def read_qwen2_vl(c: ConfigFields) -> Architecture:
         extra, tower = qwen2_vision_tower(_vision(c), arch.hidden_size)
     else:
         extra, tower = qwen2_5_vision_tower(_vision(c))
+    # Qwen2(.5)-VL configs forward a text_config tie_word_embeddings=true to the root.
+    tie = c.flag("tie_word_embeddings", False) or arch.tie_word_embeddings
     return arch.model_copy(
         update={
             "model_type": model_type,
-            "tie_word_embeddings": c.flag("tie_word_embeddings", arch.tie_word_embeddings),
+            "tie_word_embeddings": tie,
             "extra_params": extra,
             "vision": tower,
         }
@@ -69,7 +71,8 @@ def read_qwen3_vl(c: ConfigFields) -> Architecture:
     return arch.model_copy(
         update={
             "model_type": model_type,
-            "tie_word_embeddings": c.flag("tie_word_embeddings", arch.tie_word_embeddings),
+            # Only the root's flag ties the LM head (Qwen3VLConfig default: false).
+            "tie_word_embeddings": c.flag("tie_word_embeddings", False),
             "extra_params": extra,
             "vision": tower,
         }
