@@ -434,6 +434,10 @@ class Architecture(BaseModel):
 
 
 # --- reading configs ---------------------------------------------------------------------
+LAYER_COUNT_FIELDS = frozenset({"num_hidden_layers", "n_layer", "num_layers", "depth"})
+MAX_LAYERS = 10_000
+
+
 class ConfigFields:
     """Typed access to a config dict with clear errors naming the field."""
 
@@ -462,6 +466,11 @@ class ConfigFields:
                 raise ConfigError(
                     f"Config field '{name}' must be a non-negative integer, got {value!r}.", name
                 )
+            if name in LAYER_COUNT_FIELDS and value > MAX_LAYERS:
+                # Readers build per-layer tuples; no real model is anywhere near this deep.
+                raise ConfigError(
+                    f"Config field '{name}' must be at most {MAX_LAYERS}, got {value!r}.", name
+                )
             return int(value)
         if default is not None:
             return default
@@ -471,6 +480,17 @@ class ConfigFields:
             + ".",
             names[0],
         )
+
+    def integers(self, name: str) -> list[int]:
+        """A list of non-negative integers (layer indices), empty when the field is absent."""
+        value = self.raw.get(name)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(
+            isinstance(item, int) and not isinstance(item, bool) and item >= 0 for item in value
+        ):
+            raise ConfigError(f"Config field '{name}' must be a list of layer indices.", name)
+        return list(value)
 
     def positive(self, *names: str, default: int | None = None) -> int:
         value = self.integer(*names, default=default)

@@ -114,3 +114,19 @@ def test_gpt_bigcode_without_n_inner_uses_four_times_n_embd():
         "n_inner": None,
     }
     assert Architecture.from_hf_config(config).params_total == 52_320
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"num_hidden_layers": 10**9}, "num_hidden_layers"),
+        ({"model_type": "qwen3_moe", "num_experts": 4, "num_experts_per_tok": 2,
+          "moe_intermediate_size": 32, "mlp_only_layers": 3}, "mlp_only_layers"),
+    ],
+)  # fmt: skip
+def test_malformed_fields_are_config_errors_naming_them(change, field):
+    """Readers build per-layer tuples, so an absurd depth is refused up front (no real model
+    has 10,000 layers); a layer list that is not a list of indices is named."""
+    with pytest.raises(ConfigError) as raised:
+        Architecture.from_hf_config({**UNKNOWN, **change})
+    assert raised.value.field == field

@@ -49,7 +49,7 @@ def read_mllama(c: ConfigFields) -> Architecture:
     if not isinstance(text, Mapping) or not isinstance(vision, Mapping):
         raise ConfigError("Config is missing the object 'text_config'.", "text_config")
     arch = read_llama_like(ConfigFields({**text, "model_type": "mllama_text_model"}))
-    cross = [i for i in text.get("cross_attention_layers") or [] if isinstance(i, int)]
+    cross = ConfigFields(text).integers("cross_attention_layers")
     extras = len(cross) * (2 * arch.head_dim + 2) + 8 * arch.hidden_size
     return arch.model_copy(
         update={

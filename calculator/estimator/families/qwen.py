@@ -35,7 +35,7 @@ def read_qwen_moe(c: ConfigFields) -> Architecture:
     arch = read_qwen3(c) if c.text("model_type", "") == "qwen3_moe" else read_llama_like(c)
     experts = c.positive("num_experts", "num_local_experts")
     step = c.positive("decoder_sparse_step", default=1)
-    dense_only = set(c.raw.get("mlp_only_layers") or [])
+    dense_only = set(c.integers("mlp_only_layers"))
     moe_layers = tuple(
         i for i in range(arch.num_layers) if i not in dense_only and (i + 1) % step == 0
     )

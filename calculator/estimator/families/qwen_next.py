@@ -78,7 +78,7 @@ def read_qwen3_next(c: ConfigFields) -> Architecture:
     experts = c.integer("num_experts", default=0)
     if experts:
         step = c.positive("decoder_sparse_step", default=1)
-        dense_only = set(c.raw.get("mlp_only_layers") or [])
+        dense_only = set(c.integers("mlp_only_layers"))
         shared = c.integer("shared_expert_intermediate_size", default=0)
         update.update(
             num_experts=experts,

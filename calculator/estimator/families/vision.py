@@ -41,8 +41,7 @@ def qwen_vision_tower(v: ConfigFields, *, deepstack: bool) -> tuple[int, VisionT
     merger = merged * merged + merged + merged * out + out
     params = embed + depth * block + 2 * hidden + merger
     if deepstack:
-        indexes = v.raw.get("deepstack_visual_indexes") or []
-        params += len(indexes) * (2 * merged + merger)
+        params += len(v.integers("deepstack_visual_indexes")) * (2 * merged + merger)
     return params, VisionTower(
         tokens_per_image=qwen_image_tokens(patch, merge),
         source="modeling_qwen3_vl.py patch/merge; image_processing_qwen2_vl.py smart_resize",
