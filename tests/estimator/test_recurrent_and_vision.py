@@ -135,3 +135,26 @@ def test_images_add_their_tokens_to_the_sequence():
     )
     assert none.image_tokens == 0
     assert none.breakdown.kv_cache == 256 * 100
+
+
+def test_llama4_chunked_layers_keep_only_the_chunk():
+    """Llama 4: RoPE layers use chunked attention, and transformers' DynamicCache keeps only
+    attention_chunk_size tokens for them. 4 layers, no_rope_layer_interval 4 → layers 0-2
+    chunked, layer 3 full. Per token per layer: 2 KV heads × (16 + 16) × 2 B = 128 B.
+    seq 100, chunk 16: 3 × 16 × 128 + 1 × 100 × 128 = 6,144 + 12,800 = 18,944 B."""
+    config = {
+        "model_type": "llama4_text",
+        "vocab_size": 100,
+        "hidden_size": 64,
+        "intermediate_size": 32,
+        "intermediate_size_mlp": 64,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "num_local_experts": 2,
+        "attention_chunk_size": 16,
+        "no_rope_layer_interval": 4,
+    }
+    result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=100))
+    assert result.breakdown.kv_cache == 18_944

@@ -4,6 +4,7 @@ and, in the multimodal checkpoint (``llama4``), a ViT with a pixel-shuffle adapt
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from calculator.estimator.architecture import Architecture, ConfigFields, VisionTower
 from calculator.estimator.families.llama import read_llama_like
@@ -14,8 +15,9 @@ from calculator.estimator.families.registry import register
 def read_llama4_text(c: ConfigFields) -> Architecture:
     """MoE layers (``moe_layers``, else every ``interleave_moe_layer_step``-th) with one shared
     expert and a top-k router without bias; dense layers use ``intermediate_size_mlp``. The
-    q/k norm is a parameter-free L2 norm; chunked-attention layers keep every token in
-    transformers' DynamicCache."""
+    q/k norm is a parameter-free L2 norm. Chunked-attention layers (the RoPE layers, three in
+    four) keep only the last ``attention_chunk_size`` tokens: transformers' DynamicCache gives
+    them a ``DynamicSlidingWindowLayer`` of that size (``cache_utils.get_layer_types_and_kwargs``)."""
     arch = read_llama_like(c)
     layers = arch.num_layers
     listed = c.raw.get("moe_layers")
@@ -25,6 +27,19 @@ def read_llama4_text(c: ConfigFields) -> Architecture:
         step = c.positive("interleave_moe_layer_step", default=1)
         moe = tuple(range(step - 1, layers, step))
     expert = c.positive("intermediate_size")
+    chunk = c.integer("attention_chunk_size", default=0)
+    types = c.raw.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        chunked = [str(kind) == "chunked_attention" for kind in types]
+    else:
+        no_rope = c.raw.get("no_rope_layers")
+        if not (isinstance(no_rope, list) and len(no_rope) == layers):
+            interval = c.positive("no_rope_layer_interval", default=4)
+            no_rope = [int((i + 1) % interval != 0) for i in range(layers)]
+        chunked = [bool(flag) for flag in no_rope]
+    layer_types: tuple[Literal["full", "sliding"], ...] = ()
+    if chunk and any(chunked):
+        layer_types = tuple("sliding" if flag else "full" for flag in chunked)
     return arch.model_copy(
         update={
             "intermediate_size": c.positive("intermediate_size_mlp", default=expert),
@@ -36,8 +51,8 @@ def read_llama4_text(c: ConfigFields) -> Architecture:
             "num_shared_experts": 1,
             "shared_expert_intermediate_size": expert,
             "moe_layers": moe,
-            "layer_types": (),
-            "sliding_window": None,
+            "layer_types": layer_types,
+            "sliding_window": chunk if layer_types else None,
         }
     )
 
