@@ -49,11 +49,22 @@ def load_config_dict(name: str) -> tuple[dict[str, Any], list[str]]:
 def build_config(name: str):
     """A transformers config object built from the published config.json dict."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     d, notes = load_config_dict(name)
     mt = d.get("model_type")
     if mt not in CONFIG_MAPPING:
-        raise ValueError(f"model_type {mt!r} not known to this transformers version")
+        # A model_type transformers does not register (Kimi K2's kimi_k2) whose `architectures`
+        # names a class it does: build that class's config, as from_pretrained would.
+        by_class: dict[str, str] = {}
+        for key, cls in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items():
+            by_class.setdefault(cls, key)  # the class's own model_type comes first
+        known = [by_class[a] for a in d.get("architectures") or [] if a in by_class]
+        if not known:
+            raise ValueError(f"model_type {mt!r} not known to this transformers version")
+        notes.append(f"model_type {mt!r} unknown to transformers; built as {known[0]!r}")
+        mt = known[0]
+        d = {**d, "model_type": mt}
     cfg = CONFIG_MAPPING[mt].from_dict(d)
     return cfg, notes
 
@@ -77,14 +88,28 @@ def build_causal_lm(
     real weights).  We never call ``.to()`` / ``.to_empty()`` on fake parameters (that path
     fails under FakeTensorMode with "Cannot swap t1 because it has weakref associated with it").
     """
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
     kwargs = {}
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
     with default_dtype(dtype), torch.device(device):
         # ``dtype=`` keeps from_config from substituting the config's own torch_dtype field.
-        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, **kwargs)
+        # A vision-language config builds the whole model (vision tower included), as loading
+        # the checkpoint for image-text-to-text does.
+        vlm = cfg.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES and hasattr(
+            cfg, "vision_config"
+        )
+        auto = AutoModelForImageTextToText if vlm else AutoModelForCausalLM
+        try:
+            model = auto.from_config(cfg, dtype=dtype, **kwargs)
+        except ValueError as error:
+            # Attention-free models (Mamba) refuse SDPA; they have no attention, so "eager" only
+            # names the (unused) implementation.
+            if "attention implementation" not in str(error) or not kwargs:
+                raise
+            model = auto.from_config(cfg, dtype=dtype, attn_implementation="eager")
     bad = {p.dtype for p in model.parameters()} - {dtype}
     if bad:
         raise RuntimeError(f"model built with parameter dtypes {bad}, expected {dtype}")

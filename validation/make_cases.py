@@ -97,8 +97,24 @@ CASES = [
 ]
 
 
+# State-space / hybrid cases (issue 12), measured into measurements_ssm.json with
+#   validation/.venv/bin/python validation/make_cases.py --ssm > validation/cases_ssm.json
+#   validation/.venv/bin/python validation/measure.py --cases validation/cases_ssm.json \
+#       --out validation/measurements_ssm.json
+# They check the cache (fixed state per sequence, KV only on attention layers); their
+# activations run transformers' torch fallback scans, which the estimator does not model.
+SSM_CASES = [
+    ("defaults-mamba", req("inference", "bf16", b=4, s=2048)),
+    ("defaults-lfm2", req("inference", "bf16", b=1, s=2048)),
+    ("defaults-qwen3_next", req("inference", "bf16", b=1, s=2048)),
+]
+
+
 def main():
-    out = [{"id": case_id(c, r), "config": c, "request": r} for c, r in CASES]
+    import sys
+
+    cases = SSM_CASES if "--ssm" in sys.argv[1:] else CASES
+    out = [{"id": case_id(c, r), "config": c, "request": r} for c, r in cases]
     ids = [c["id"] for c in out]
     assert len(ids) == len(set(ids)), "duplicate case ids"
     print(json.dumps(out, indent=1))

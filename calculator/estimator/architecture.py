@@ -1,15 +1,16 @@
 """A model's architecture, read from a Hugging Face ``config.json``, and its exact parameter count.
 
-Every family listed in ``FAMILY_READERS`` maps its config fields onto one normalised description
-(``Architecture``); parameter counting then follows the module layout that ``transformers``
-builds for that family (``modeling_<family>.py``), so the count equals
+Each family module in ``calculator/estimator/families/`` (one per ``modeling_<family>.py`` of
+``transformers``) maps its config fields onto one normalised description (``Architecture``);
+parameter counting, shared by all families, lives here and follows the module layout that
+``transformers`` builds, so the count equals
 ``sum(p.numel() for p in model.parameters())`` on the meta device. The committed dataset
 ``tests/estimator/data/transformers_param_counts.json`` checks that claim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Literal
 
@@ -17,6 +18,43 @@ from pydantic import BaseModel, ConfigDict, Field
 
 NormKind = Literal["rms", "layer", "rms_gemma"]
 QkNorm = Literal["none", "per_head", "full"]
+MixerKind = Literal["attention", "mamba", "mamba2", "gated_deltanet", "short_conv", "none"]
+MlpKind = Literal["dense", "moe", "none"]
+
+
+class RecurrentState(BaseModel):
+    """What one non-attention layer keeps per sequence instead of a KV cache."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: MixerKind
+    params: int = Field(ge=0, description="Parameters of one such mixer (conv, projections, A, D).")
+    conv_elements: int = Field(ge=0, description="Convolution state per sequence.")
+    state_elements: int = Field(
+        ge=0, description="Recurrent (SSM / delta-rule) state per sequence."
+    )
+    state_fp32: bool = Field(
+        default=False, description="The recurrent state is kept in fp32 whatever the model dtype."
+    )
+
+
+# What validation/generic_reader_error.py measured: the generic reader run on the configs of
+# the families the estimator knows, against transformers' exact counts.
+GENERIC_READER_FAMILIES = 59
+GENERIC_READER_MEDIAN_ERROR_PERCENT = 0.8
+GENERIC_READER_WORST_ERROR_PERCENT = 78.5
+
+
+def generic_reason(model_type: str) -> str:
+    """Why an estimate from the generic reader is approximate, with its measured error."""
+    name = f"model_type '{model_type}'" if model_type else "a config without a model_type"
+    return (
+        f"No family module knows {name}; it was read as a Llama-shaped model (routed experts "
+        f"included when the config names them). On the configs of the "
+        f"{GENERIC_READER_FAMILIES} families the estimator knows, this generic reading was off "
+        f"by {GENERIC_READER_MEDIAN_ERROR_PERCENT:g}% (median) and up to "
+        f"{GENERIC_READER_WORST_ERROR_PERCENT:g}% in parameter count."
+    )
 
 
 class ConfigError(ValueError):
@@ -25,6 +63,15 @@ class ConfigError(ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class VisionTower(BaseModel):
+    """A vision encoder: its weights are in ``extra_params``; this is what an image costs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tokens_per_image: int = Field(ge=0, description="Tokens one image adds to the sequence.")
+    source: str = Field(description="Where the image-token arithmetic comes from.")
 
 
 class Architecture(BaseModel):
@@ -47,7 +94,12 @@ class Architecture(BaseModel):
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: QkNorm = "none"
+    qk_norm_bias: bool = Field(default=False, description="The q/k norms are LayerNorms with bias.")
     attention_sinks: bool = False
+    attention_output_gate: bool = Field(
+        default=False,
+        description="q_proj also produces a sigmoid gate on the attention output (Qwen3-Next).",
+    )
     intermediate_size: int = Field(gt=0)
     mlp_gated: bool = True
     mlp_bias: bool = False
@@ -60,6 +112,9 @@ class Architecture(BaseModel):
     )
     final_norm: bool = True
     learned_positions: int = Field(default=0, ge=0, description="Rows of a learned position table.")
+    embedding_width: int | None = Field(
+        default=None, gt=0, description="Width of the token embedding when not hidden_size (OPT)."
+    )
     tie_word_embeddings: bool = False
     lm_head_bias: bool = False
     final_logit_softcapping: float | None = None
@@ -81,20 +136,56 @@ class Architecture(BaseModel):
     extra_params: int = Field(
         default=0, ge=0, description="Parameters outside the language model (vision tower)."
     )
+    other_params: int = Field(
+        default=0,
+        ge=0,
+        description="Language-model parameters outside the shared per-layer layout (per-layer "
+        "embeddings, MTP layers, extra norms and projections).",
+    )
+    mixer_kinds: tuple[MixerKind, ...] = Field(
+        default=(), description="Per layer: what mixes tokens; empty means attention everywhere."
+    )
+    recurrent: tuple[RecurrentState, ...] = Field(
+        default=(), description="Shape of each non-attention mixer kind used in mixer_kinds."
+    )
+    no_mlp_layers: tuple[int, ...] = Field(default=(), description="Layers without an MLP.")
+    parallel_recurrent: RecurrentState | None = Field(
+        default=None,
+        description="A recurrent mixer running beside attention in every layer (Falcon-H1).",
+    )
+    vision: VisionTower | None = None
+    kv_shared_layers: int = Field(
+        default=0,
+        ge=0,
+        description="The last layers that reuse an earlier layer's keys and values (Gemma 3n).",
+    )
+    approximate_reason: str | None = Field(
+        default=None, description="Why the count is not verified for this family (generic reader)."
+    )
     params_override: int | None = Field(
         default=None, description="A stated total for a custom model; overrides the count."
     )
 
     @classmethod
     def from_hf_config(cls, config: Mapping[str, Any]) -> Architecture:
-        """Read a published ``config.json`` (see ``FAMILY_READERS`` for the families known)."""
+        """Read a published ``config.json`` with the reader its family module registered."""
         if not isinstance(config, Mapping):
             raise ConfigError("The config must be a JSON object.")
-        if "text_config" in config and isinstance(config["text_config"], Mapping):
-            return _read_multimodal(config)
+        from calculator.estimator.families.registry import family_of, reader_for
+
+        family = family_of(config)
         model_type = str(config.get("model_type") or "")
-        reader = FAMILY_READERS.get(model_type, _read_llama_like)
-        return reader(_Config(config))
+        if family is None:
+            arch = reader_for(config)(ConfigFields(config))
+            reason = generic_reason(model_type)
+            if isinstance(config.get("vision_config"), Mapping):
+                reason += " Its vision tower is not counted."
+            return arch.model_copy(update={"approximate_reason": reason})
+        if family != model_type:
+            # Read as the family its ``architectures`` names; keep the config's own name.
+            arch = reader_for(config)(ConfigFields({**config, "model_type": family}))
+            return arch.model_copy(update={"model_type": model_type or family})
+        return reader_for(config)(ConfigFields(config))
 
     # --- derived sizes -------------------------------------------------------------------
     @property
@@ -120,6 +211,31 @@ class Architecture(BaseModel):
     def is_moe_layer(self, index: int) -> bool:
         return self.is_moe and index in self.moe_layers
 
+    def mixer_kind(self, index: int) -> MixerKind:
+        return self.mixer_kinds[index] if self.mixer_kinds else "attention"
+
+    def mlp_kind(self, index: int) -> MlpKind:
+        if index in self.no_mlp_layers:
+            return "none"
+        return "moe" if self.is_moe_layer(index) else "dense"
+
+    def is_attention_layer(self, index: int) -> bool:
+        return self.mixer_kind(index) == "attention"
+
+    def keeps_kv(self, index: int) -> bool:
+        """An attention layer with its own KV cache (not one sharing an earlier layer's)."""
+        return self.is_attention_layer(index) and index < self.num_layers - self.kv_shared_layers
+
+    @property
+    def attention_layer_count(self) -> int:
+        return sum(1 for i in range(self.num_layers) if self.is_attention_layer(i))
+
+    def recurrent_state(self, kind: MixerKind) -> RecurrentState:
+        for state in self.recurrent:
+            if state.kind == kind:
+                return state
+        raise ValueError(f"no recurrent description for mixer kind {kind!r}")
+
     @property
     def moe_layer_count(self) -> int:
         return len(self.moe_layers) if self.is_moe else 0
@@ -127,14 +243,21 @@ class Architecture(BaseModel):
     @cached_property
     def layer_kinds(self) -> tuple[tuple[int, int], ...]:
         """(index of a representative layer, how many layers share its structure)."""
-        moe = set(self.moe_layers) if self.is_moe else set()
-        kinds = []
-        dense = [i for i in range(self.num_layers) if i not in moe]
-        if dense:
-            kinds.append((dense[0], len(dense)))
-        if moe:
-            kinds.append((min(moe), len(moe)))
-        return tuple(kinds)
+        if not (self.mixer_kinds or self.no_mlp_layers or self.kv_shared_layers):
+            # Attention everywhere: dense layers and MoE layers are the only two kinds.
+            moe = set(self.moe_layers) if self.is_moe else set()
+            kinds = []
+            dense = [i for i in range(self.num_layers) if i not in moe]
+            if dense:
+                kinds.append((dense[0], len(dense)))
+            if moe:
+                kinds.append((min(moe), len(moe)))
+            return tuple(kinds)
+        groups: dict[tuple[str, str, bool], list[int]] = {}
+        for i in range(self.num_layers):
+            shared = i >= self.num_layers - self.kv_shared_layers
+            groups.setdefault((self.mixer_kind(i), self.mlp_kind(i), shared), []).append(i)
+        return tuple((layers[0], len(layers)) for layers in groups.values())
 
     # --- parameter counts (exact, per transformers' module layout) ------------------------
     def norm_params(self, width: int) -> int:
@@ -161,14 +284,17 @@ class Architecture(BaseModel):
             return q + kv + out
         q, kv = self.q_width, self.kv_width
         params = h * (q + 2 * kv) + self.attn_out_width * h
+        if self.attention_output_gate:
+            params += h * q
         if self.qkv_bias:
             params += q + 2 * kv
         if self.o_bias:
             params += h
+        norm_copies = 2 if self.qk_norm_bias else 1
         if self.qk_norm == "per_head":
-            params += 2 * self.head_dim
+            params += norm_copies * 2 * self.head_dim
         elif self.qk_norm == "full":
-            params += q + kv
+            params += norm_copies * (q + kv)
         if self.attention_sinks:
             params += heads
         return params
@@ -195,21 +321,49 @@ class Architecture(BaseModel):
             params += h
         return params
 
+    def shared_kv_saving(self) -> int:
+        """What a layer that reuses another's keys and values lacks: k_proj, v_proj, k_norm."""
+        kv = self.kv_width
+        saving = 2 * self.hidden_size * kv + (2 * kv if self.qkv_bias else 0)
+        if self.qk_norm == "per_head":
+            saving += self.head_dim
+        elif self.qk_norm == "full":
+            saving += kv
+        return saving
+
+    def mixer_params(self, index: int) -> int:
+        kind = self.mixer_kind(index)
+        if kind == "attention":
+            if index >= self.num_layers - self.kv_shared_layers:
+                return self.attention_params() - self.shared_kv_saving()
+            return self.attention_params()
+        if kind == "none":
+            return 0
+        return self.recurrent_state(kind).params
+
+    def mlp_params(self, index: int) -> int:
+        kind = self.mlp_kind(index)
+        if kind == "none":
+            return 0
+        return self.moe_params() if kind == "moe" else self.dense_mlp_params()
+
     def layer_params(self, index: int) -> int:
         norms = (self.pre_norms_per_layer + self.post_norms_per_layer) * self.norm_params(
             self.hidden_size
         )
-        mlp = self.moe_params() if self.is_moe_layer(index) else self.dense_mlp_params()
-        return self.attention_params() + mlp + norms
+        beside = self.parallel_recurrent.params if self.parallel_recurrent else 0
+        return self.mixer_params(index) + beside + self.mlp_params(index) + norms
 
     @property
     def embedding_params(self) -> int:
-        return self.vocab_size * self.hidden_size + self.learned_positions * self.hidden_size
+        width = self.embedding_width or self.hidden_size
+        return self.vocab_size * width + self.learned_positions * self.hidden_size
 
     @property
     def lm_head_params(self) -> int:
         """The output projection's own parameters (zero weight when tied to the embedding)."""
-        weight = 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
+        width = self.embedding_width or self.hidden_size
+        weight = 0 if self.tie_word_embeddings else self.vocab_size * width
         return weight + (self.vocab_size if self.lm_head_bias else 0)
 
     @cached_property
@@ -218,7 +372,14 @@ class Architecture(BaseModel):
             return self.params_override
         layers = sum(count * self.layer_params(index) for index, count in self.layer_kinds)
         final = self.norm_params(self.hidden_size) if self.final_norm else 0
-        return self.embedding_params + layers + final + self.lm_head_params + self.extra_params
+        return (
+            self.embedding_params
+            + layers
+            + final
+            + self.lm_head_params
+            + self.other_params
+            + self.extra_params
+        )
 
     @property
     def params_active(self) -> int:
@@ -236,20 +397,28 @@ class Architecture(BaseModel):
         h = self.hidden_size
         total = 0
         for index, count in self.layer_kinds:
+            if not self.is_attention_layer(index):
+                recurrent = self.mixer_params(index)
+                mlp_kind = self.mlp_kind(index)
+                total += count * (recurrent + (self.mlp_params(index) if mlp_kind != "none" else 0))
+                continue
             attention = self.attention_params()
             if self.qkv_bias:
                 attention -= self.q_width + 2 * self.kv_width
             if self.o_bias:
                 attention -= h
+            copies = 2 if self.qk_norm_bias else 1
             if self.qk_norm == "per_head":
-                attention -= 2 * self.head_dim
+                attention -= copies * 2 * self.head_dim
             elif self.qk_norm == "full":
-                attention -= self.q_width + self.kv_width
+                attention -= copies * (self.q_width + self.kv_width)
             if self.attention_sinks:
                 attention -= self.num_attention_heads
             if self.attention_kind == "mla":
                 attention -= (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
-            if self.is_moe_layer(index):
+            if self.mlp_kind(index) == "none":
+                mlp = 0
+            elif self.is_moe_layer(index):
                 expert = (3 if self.mlp_gated else 2) * h * self.moe_intermediate_size
                 mlp = self.num_experts * expert
                 if self.shared_expert_intermediate_size:
@@ -265,7 +434,11 @@ class Architecture(BaseModel):
 
 
 # --- reading configs ---------------------------------------------------------------------
-class _Config:
+LAYER_COUNT_FIELDS = frozenset({"num_hidden_layers", "n_layer", "num_layers", "depth"})
+MAX_LAYERS = 10_000
+
+
+class ConfigFields:
     """Typed access to a config dict with clear errors naming the field."""
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
@@ -273,6 +446,14 @@ class _Config:
 
     def has(self, *names: str) -> bool:
         return any(self.raw.get(name) is not None for name in names)
+
+    def require(self, *names: str) -> None:
+        """Raise a ``ConfigError`` naming the first of these fields the config lacks."""
+        for name in names:
+            if self.raw.get(name) is None:
+                model_type = self.text("model_type", "")
+                family = f" (a {model_type} config names it so)" if model_type else ""
+                raise ConfigError(f"Config is missing the field '{name}'{family}.", name)
 
     def integer(self, *names: str, default: int | None = None) -> int:
         for name in names:
@@ -285,6 +466,11 @@ class _Config:
                 raise ConfigError(
                     f"Config field '{name}' must be a non-negative integer, got {value!r}.", name
                 )
+            if name in LAYER_COUNT_FIELDS and value > MAX_LAYERS:
+                # Readers build per-layer tuples; no real model is anywhere near this deep.
+                raise ConfigError(
+                    f"Config field '{name}' must be at most {MAX_LAYERS}, got {value!r}.", name
+                )
             return int(value)
         if default is not None:
             return default
@@ -294,6 +480,17 @@ class _Config:
             + ".",
             names[0],
         )
+
+    def integers(self, name: str) -> list[int]:
+        """A list of non-negative integers (layer indices), empty when the field is absent."""
+        value = self.raw.get(name)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(
+            isinstance(item, int) and not isinstance(item, bool) and item >= 0 for item in value
+        ):
+            raise ConfigError(f"Config field '{name}' must be a list of layer indices.", name)
+        return list(value)
 
     def positive(self, *names: str, default: int | None = None) -> int:
         value = self.integer(*names, default=default)
@@ -324,17 +521,20 @@ class _Config:
         return str(value) if value is not None else default
 
 
-def _core(c: _Config) -> dict[str, Any]:
-    """Fields every decoder-only config carries under the standard names."""
+def core_fields(c: ConfigFields, *, head_dim_from_hidden: bool = True) -> dict[str, Any]:
+    """Fields every decoder-only config carries under the standard names (or GPT-2's).
+
+    ``head_dim_from_hidden=False`` for families whose head size is not ``hidden / heads``
+    (latent attention), so an indivisible pair is no error there."""
     hidden = c.positive("hidden_size", "n_embd", "d_model")
     heads = c.positive("num_attention_heads", "n_head", "num_heads")
-    if hidden % heads and not c.has("head_dim"):
+    if head_dim_from_hidden and hidden % heads and not c.has("head_dim"):
         raise ConfigError(
             f"hidden_size {hidden} is not divisible by num_attention_heads {heads}; "
             "the config needs an explicit 'head_dim'.",
             "head_dim",
         )
-    head_dim = c.positive("head_dim", default=hidden // heads)
+    head_dim = c.positive("head_dim", default=max(1, hidden // heads))
     kv_heads = c.positive("num_key_value_heads", "n_kv_heads", default=heads)
     if heads % kv_heads:
         raise ConfigError(
@@ -358,10 +558,10 @@ def _core(c: _Config) -> dict[str, Any]:
     }
 
 
-def _layer_types(
-    c: _Config, num_layers: int
+def layer_types_from(
+    c: ConfigFields, num_layers: int
 ) -> tuple[tuple[Literal["full", "sliding"], ...], int | None]:
-    """Which layers use a sliding window, from ``layer_types`` or the family's own fields."""
+    """Which layers use a sliding window, from the config's ``layer_types`` list."""
     window = c.raw.get("sliding_window")
     raw_types = c.raw.get("layer_types")
     if isinstance(raw_types, list) and len(raw_types) == num_layers:
@@ -375,309 +575,3 @@ def _layer_types(
             )
         return tuple(kinds), window if "sliding" in kinds else None
     return (), None
-
-
-def _read_llama_like(c: _Config) -> Architecture:
-    """Llama 1/2/3, Mistral, Qwen2/2.5, Yi, and any config with the standard field names."""
-    fields = _core(c)
-    model_type = fields["model_type"]
-    if not c.has("intermediate_size"):
-        raise ConfigError("Config is missing the field 'intermediate_size'.", "intermediate_size")
-    fields["intermediate_size"] = c.positive("intermediate_size")
-    fields["qkv_bias"] = c.flag("attention_bias", model_type in {"qwen2", "qwen2_moe"})
-    fields["o_bias"] = c.flag("attention_bias", False) and model_type not in {"qwen2", "qwen2_moe"}
-    fields["mlp_bias"] = c.flag("mlp_bias", False)
-    layer_types, window = _layer_types(c, fields["num_layers"])
-    if not layer_types and c.has("sliding_window") and _uses_sliding_window(c, model_type):
-        window = c.integer("sliding_window")
-        layer_types = ("sliding",) * fields["num_layers"]
-    fields["layer_types"] = layer_types
-    fields["sliding_window"] = window
-    return Architecture(**fields)
-
-
-def _uses_sliding_window(c: _Config, model_type: str) -> bool:
-    if model_type in {"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}:
-        return c.flag("use_sliding_window", False)
-    return model_type in {"mistral", "mixtral"}
-
-
-def _read_qwen3(c: _Config) -> Architecture:
-    arch = _read_llama_like(c)
-    return arch.model_copy(
-        update={
-            "qk_norm": "per_head",
-            "qkv_bias": c.flag("attention_bias", False),
-            "o_bias": c.flag("attention_bias", False),
-        }
-    )
-
-
-def _read_olmo2(c: _Config) -> Architecture:
-    arch = _read_llama_like(c)
-    return arch.model_copy(
-        update={"qk_norm": "full", "pre_norms_per_layer": 0, "post_norms_per_layer": 2}
-    )
-
-
-def _read_gemma(c: _Config) -> Architecture:
-    """Gemma 1/2/3 (text): tied embeddings, (1 + weight) RMSNorm, explicit head_dim."""
-    fields = _core(c)
-    fields["intermediate_size"] = c.positive("intermediate_size")
-    fields["tie_word_embeddings"] = c.flag("tie_word_embeddings", True)
-    fields["hidden_act"] = c.text("hidden_activation", c.text("hidden_act", "gelu_pytorch_tanh"))
-    fields["norm_kind"] = "rms_gemma"
-    fields["qkv_bias"] = c.flag("attention_bias", False)
-    fields["o_bias"] = c.flag("attention_bias", False)
-    model_type = fields["model_type"]
-    if model_type in {"gemma2", "gemma3_text", "gemma3"}:
-        fields["post_norms_per_layer"] = 2
-        fields["final_logit_softcapping"] = c.raw.get("final_logit_softcapping")
-        layer_types, window = _layer_types(c, fields["num_layers"])
-        if not layer_types and c.has("sliding_window"):
-            pattern = c.integer(
-                "sliding_window_pattern", default=2 if model_type == "gemma2" else 6
-            )
-            # Gemma 2 alternates sliding (even layers) and global; Gemma 3 puts one global layer
-            # after every pattern-1 sliding ones (modeling_gemma2/3 layer_types defaults).
-            if model_type == "gemma2":
-                layer_types = tuple(
-                    "sliding" if not i % 2 else "full" for i in range(fields["num_layers"])
-                )
-            else:
-                layer_types = tuple(
-                    "full" if (i + 1) % pattern == 0 else "sliding"
-                    for i in range(fields["num_layers"])
-                )
-            window = c.integer("sliding_window")
-        fields["layer_types"] = layer_types
-        fields["sliding_window"] = window
-    if model_type in {"gemma3_text", "gemma3"}:
-        fields["qk_norm"] = "per_head"
-    return Architecture(**fields)
-
-
-def _read_phi3(c: _Config) -> Architecture:
-    arch = _read_llama_like(c)
-    return arch.model_copy(update={"qkv_bias": False, "o_bias": False})
-
-
-def _read_gpt2(c: _Config) -> Architecture:
-    fields = _core(c)
-    hidden = fields["hidden_size"]
-    fields.update(
-        intermediate_size=c.positive("n_inner", default=4 * hidden),
-        hidden_act=c.text("activation_function", "gelu_new"),
-        mlp_gated=False,
-        mlp_bias=True,
-        qkv_bias=True,
-        o_bias=True,
-        norm_kind="layer",
-        learned_positions=c.positive("n_positions", "max_position_embeddings"),
-        tie_word_embeddings=c.flag("tie_word_embeddings", True),
-        attention_dropout=c.number("attn_pdrop"),
-        hidden_dropout=c.number("resid_pdrop"),
-        embedding_dropout=c.number("embd_pdrop"),
-    )
-    return Architecture(**fields)
-
-
-def _read_gpt_neox(c: _Config) -> Architecture:
-    fields = _core(c)
-    fields.update(
-        intermediate_size=c.positive("intermediate_size"),
-        hidden_act=c.text("hidden_act", "gelu"),
-        mlp_gated=False,
-        mlp_bias=True,
-        qkv_bias=c.flag("attention_bias", True),
-        o_bias=c.flag("attention_bias", True),
-        norm_kind="layer",
-        parallel_block=c.flag("use_parallel_residual", True),
-        hidden_dropout=c.number("hidden_dropout"),
-    )
-    return Architecture(**fields)
-
-
-def _read_falcon(c: _Config) -> Architecture:
-    fields = _core(c)
-    heads = fields["num_attention_heads"]
-    new_arch = c.flag("new_decoder_architecture", False)
-    if new_arch:
-        kv = c.positive("num_kv_heads", "num_key_value_heads", default=heads)
-    elif c.flag("multi_query", True):
-        kv = 1
-    else:
-        kv = heads
-    hidden = fields["hidden_size"]
-    parallel = c.flag("parallel_attn", True)
-    fields.update(
-        num_kv_heads=kv,
-        intermediate_size=c.positive("ffn_hidden_size", default=4 * hidden),
-        hidden_act=c.text("activation", "gelu"),
-        mlp_gated=False,
-        mlp_bias=c.flag("bias", False),
-        qkv_bias=c.flag("bias", False),
-        o_bias=c.flag("bias", False),
-        norm_kind="layer",
-        parallel_block=parallel or new_arch,
-        # Falcon-40B/180B (new architecture, two layer norms by default) vs Falcon-7B (one).
-        pre_norms_per_layer=2
-        if (new_arch and c.integer("num_ln_in_parallel_attn", default=2) == 2) or not parallel
-        else 1,
-        tie_word_embeddings=c.flag("tie_word_embeddings", True),
-        hidden_dropout=c.number("hidden_dropout"),
-        attention_dropout=c.number("attention_dropout"),
-    )
-    return Architecture(**fields)
-
-
-def _read_mixtral(c: _Config) -> Architecture:
-    arch = _read_llama_like(c)
-    experts = c.positive("num_local_experts")
-    return arch.model_copy(
-        update={
-            "num_experts": experts,
-            "experts_per_token": c.positive("num_experts_per_tok"),
-            "moe_intermediate_size": arch.intermediate_size,
-            "moe_layers": tuple(range(arch.num_layers)),
-        }
-    )
-
-
-def _read_qwen_moe(c: _Config) -> Architecture:
-    """Qwen1.5/2 MoE (shared expert with a sigmoid gate) and Qwen3 MoE (no shared expert)."""
-    arch = _read_qwen3(c) if c.text("model_type", "") == "qwen3_moe" else _read_llama_like(c)
-    experts = c.positive("num_experts")
-    step = c.positive("decoder_sparse_step", default=1)
-    dense_only = set(c.raw.get("mlp_only_layers") or [])
-    moe_layers = tuple(
-        i for i in range(arch.num_layers) if i not in dense_only and (i + 1) % step == 0
-    )
-    shared = c.integer("shared_expert_intermediate_size", default=0)
-    return arch.model_copy(
-        update={
-            "num_experts": experts,
-            "experts_per_token": c.positive("num_experts_per_tok"),
-            "moe_intermediate_size": c.positive("moe_intermediate_size"),
-            "shared_expert_intermediate_size": shared,
-            "num_shared_experts": 1 if shared else 0,
-            "shared_expert_gate": bool(shared),
-            "moe_layers": moe_layers,
-        }
-    )
-
-
-def _read_deepseek(c: _Config) -> Architecture:
-    """DeepSeek V2/V3/R1: multi-head latent attention and MoE with shared experts."""
-    fields = _core(c)
-    heads = fields["num_attention_heads"]
-    rope = c.positive("qk_rope_head_dim")
-    nope = c.positive("qk_nope_head_dim")
-    v_dim = c.positive("v_head_dim")
-    q_rank = c.raw.get("q_lora_rank")
-    fields.update(
-        attention_kind="mla",
-        num_kv_heads=heads,
-        head_dim=rope + nope,
-        v_head_dim=v_dim,
-        q_lora_rank=c.integer("q_lora_rank") if q_rank else None,
-        kv_lora_rank=c.positive("kv_lora_rank"),
-        qk_rope_head_dim=rope,
-        qkv_bias=False,
-        o_bias=c.flag("attention_bias", False),
-        intermediate_size=c.positive("intermediate_size"),
-    )
-    experts = c.integer("n_routed_experts", default=0)
-    if experts:
-        first_dense = c.integer("first_k_dense_replace", default=0)
-        freq = c.positive("moe_layer_freq", default=1)
-        shared = c.integer("n_shared_experts", default=0)
-        moe_inter = c.positive("moe_intermediate_size")
-        fields.update(
-            num_experts=experts,
-            experts_per_token=c.positive("num_experts_per_tok"),
-            moe_intermediate_size=moe_inter,
-            num_shared_experts=shared,
-            shared_expert_intermediate_size=moe_inter * shared,
-            moe_layers=tuple(
-                i for i in range(fields["num_layers"]) if i >= first_dense and i % freq == 0
-            ),
-        )
-    return Architecture(**fields)
-
-
-def _read_gpt_oss(c: _Config) -> Architecture:
-    fields = _core(c)
-    layer_types, window = _layer_types(c, fields["num_layers"])
-    experts = c.positive("num_local_experts", "num_experts")
-    inter = c.positive("intermediate_size")
-    fields.update(
-        intermediate_size=inter,
-        qkv_bias=c.flag("attention_bias", True),
-        o_bias=c.flag("attention_bias", True),
-        attention_sinks=True,
-        num_experts=experts,
-        experts_per_token=c.positive("num_experts_per_tok", "experts_per_token"),
-        moe_intermediate_size=inter,
-        router_bias=True,
-        expert_bias=True,
-        moe_layers=tuple(range(fields["num_layers"])),
-        layer_types=layer_types,
-        sliding_window=window,
-    )
-    return Architecture(**fields)
-
-
-def _read_multimodal(config: Mapping[str, Any]) -> Architecture:
-    """Multimodal configs (Gemma 3 4B+): the language model plus a SigLIP vision tower."""
-    text = dict(config["text_config"])
-    text.setdefault("model_type", f"{config.get('model_type', '')}_text")
-    if "vocab_size" not in text and "vocab_size" in config:
-        text["vocab_size"] = config["vocab_size"]
-    arch = Architecture.from_hf_config(text)
-    vision = config.get("vision_config")
-    extra = 0
-    if isinstance(vision, Mapping):
-        extra = _siglip_vision_params(_Config(vision), arch.hidden_size, config)
-    return arch.model_copy(
-        update={"extra_params": extra, "model_type": str(config.get("model_type"))}
-    )
-
-
-def _siglip_vision_params(v: _Config, text_hidden: int, config: Mapping[str, Any]) -> int:
-    """SigLIP encoder (modeling_siglip) plus Gemma 3's projector (modeling_gemma3)."""
-    hidden = v.positive("hidden_size")
-    inter = v.positive("intermediate_size")
-    layers = v.positive("num_hidden_layers")
-    patch = v.positive("patch_size")
-    image = v.positive("image_size")
-    channels = v.positive("num_channels", default=3)
-    positions = (image // patch) ** 2
-    embeddings = channels * patch * patch * hidden + hidden + positions * hidden
-    layer = 4 * (hidden * hidden + hidden) + 2 * (hidden * inter) + inter + hidden + 4 * hidden
-    post_norm = 2 * hidden
-    projector = hidden * text_hidden + hidden  # mm_input_projection_weight + mm_soft_emb_norm
-    return embeddings + layers * layer + post_norm + projector
-
-
-FAMILY_READERS: dict[str, Callable[[_Config], Architecture]] = {
-    "llama": _read_llama_like,
-    "mistral": _read_llama_like,
-    "qwen2": _read_llama_like,
-    "yi": _read_llama_like,
-    "qwen3": _read_qwen3,
-    "olmo2": _read_olmo2,
-    "gemma": _read_gemma,
-    "gemma2": _read_gemma,
-    "gemma3_text": _read_gemma,
-    "phi3": _read_phi3,
-    "gpt2": _read_gpt2,
-    "gpt_neox": _read_gpt_neox,
-    "falcon": _read_falcon,
-    "mixtral": _read_mixtral,
-    "qwen2_moe": _read_qwen_moe,
-    "qwen3_moe": _read_qwen_moe,
-    "deepseek_v2": _read_deepseek,
-    "deepseek_v3": _read_deepseek,
-    "gpt_oss": _read_gpt_oss,
-}

@@ -6,8 +6,13 @@ import math
 from dataclasses import dataclass, field
 
 from calculator.estimator import activations as act
-from calculator.estimator.architecture import Architecture, ConfigError
-from calculator.estimator.kv_cache import kv_cache_bytes
+from calculator.estimator.architecture import Architecture, ConfigError, RecurrentState
+from calculator.estimator.kv_cache import (
+    cached_tokens,
+    kv_cache_bytes,
+    recurrent_layer_bytes,
+    recurrent_state_bytes,
+)
 from calculator.estimator.lora import adapter_params, module_shapes, resolve_targets
 from calculator.estimator.messages import gettext_noop
 from calculator.estimator.optimizer import adafactor_state_elements, optimizer_profile
@@ -26,6 +31,8 @@ from calculator.estimator.schemas import (
     CustomModel,
     EstimateRequest,
     EstimateResult,
+    Holds,
+    LayerKind,
 )
 from calculator.estimator.weights import weight_bytes
 
@@ -129,9 +136,29 @@ def estimate(request: EstimateRequest) -> EstimateResult:
             inter=arch.intermediate_size,
             vocab=arch.vocab_size,
         )
+    image_tokens = 0
+    if arch.vision is not None:
+        images = 1 if request.images_per_request is None else request.images_per_request
+        image_tokens = images * arch.vision.tokens_per_image
+        notes.add(
+            gettext_noop(
+                "Vision-language model: the vision tower's %(params)s parameters are in the "
+                "weights; %(images)s image(s) of 1024 × 1024 pixels add %(tokens)s tokens to each "
+                "sequence (%(per_image)s per image)."
+            ),
+            arch.vision.source,
+            params=f"{arch.extra_params:,}",
+            images=images,
+            tokens=image_tokens,
+            per_image=arch.vision.tokens_per_image,
+        )
+        if image_tokens:
+            request = request.model_copy(update={"seq_len": request.seq_len + image_tokens})
     if request.mode == "inference":
-        return _inference(request, arch, plan, notes)
-    return _training(request, arch, plan, notes)
+        result = _inference(request, arch, plan, notes)
+    else:
+        result = _training(request, arch, plan, notes)
+    return result.model_copy(update={"image_tokens": image_tokens}) if image_tokens else result
 
 
 def _kv_precision(request: EstimateRequest) -> str:
@@ -169,6 +196,33 @@ def _inference(
         bytes_per_element=BYTES_PER_ELEMENT[kv_dtype],
         plan=plan,
     )
+    layer_kinds = cache_by_layer_kind(
+        arch,
+        batch=request.batch_size,
+        seq_len=request.seq_len,
+        kv_bytes=BYTES_PER_ELEMENT[kv_dtype],
+        model_bytes=p,
+        plan=plan,
+    )
+    state = recurrent_state_bytes(arch, batch=request.batch_size, model_bytes=p, plan=plan)
+    if state:
+        recurrent_layers = sum(kind.layers for kind in layer_kinds if "recurrent" in kind.holds)
+        notes.add(
+            gettext_noop(
+                "%(recurrent)s of %(layers)s layers are state-space or linear-attention layers: "
+                "each keeps a fixed-size state per sequence (convolution state in %(dtype)s, "
+                "recurrent state in fp32), %(mib)s MiB in all, counted with the KV cache; only "
+                "the %(attention)s attention layers keep keys and values."
+            ),
+            "transformers cache_utils.LinearAttentionLayer; Gu & Dao 2023 (arXiv:2312.00752) "
+            "§3.3; Yang et al. 2024 (arXiv:2412.06464)",
+            recurrent=recurrent_layers,
+            layers=arch.num_layers,
+            dtype=compute,
+            mib=round(state / 2**20, 1),
+            attention=arch.attention_layer_count,
+        )
+        kv += state
     notes.add(
         gettext_noop(
             "Prefill of %(batch)s × %(seq)s tokens in one forward pass; the KV cache (%(dtype)s) "
@@ -227,8 +281,97 @@ def _inference(
         logits=logits,
     )
     return _finish(
-        request, arch, peak_parts, phase="prefill forward", trainable=0, notes=notes, training=False
+        request,
+        arch,
+        peak_parts,
+        phase="prefill forward",
+        trainable=0,
+        notes=notes,
+        training=False,
+        layer_kinds=layer_kinds,
     )
+
+
+def cache_by_layer_kind(
+    arch: Architecture,
+    *,
+    batch: int,
+    seq_len: int,
+    kv_bytes: float,
+    model_bytes: float,
+    plan: Plan,
+) -> list[LayerKind]:
+    """Which layers hold what between forward passes: a KV cache on attention layers (the
+    window on sliding ones), a fixed state on state-space / linear-attention layers, nothing on
+    MLP-only layers (Nemotron-H). Mirrors the layers transformers' ``DynamicCache`` builds per
+    layer type (``DynamicLayer``, ``DynamicSlidingWindowLayer``, ``LinearAttentionLayer`` in
+    ``cache_utils.py``); the byte counts are those of ``kv_cache_bytes`` and
+    ``recurrent_layer_bytes``."""
+    kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
+    per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * kv_bytes
+    if not (arch.mixer_kinds or arch.parallel_recurrent or arch.kv_shared_layers):
+        # Attention everywhere: full layers keep every token, sliding ones the window.
+        sliding = arch.sliding_layer_count
+        window = min(seq_len, arch.sliding_window or seq_len)
+        summary = []
+        if arch.num_layers - sliding:
+            full_bytes = int(batch * (arch.num_layers - sliding) * seq_len * per_token)
+            summary.append(
+                LayerKind(
+                    kind="attention",
+                    layers=arch.num_layers - sliding,
+                    holds="kv_cache",
+                    cache_bytes=full_bytes,
+                )
+            )
+        if sliding:
+            summary.append(
+                LayerKind(
+                    kind="sliding_attention",
+                    layers=sliding,
+                    holds="kv_cache",
+                    cache_bytes=int(batch * sliding * window * per_token),
+                )
+            )
+        return summary
+    groups: dict[str, list[int]] = {}
+    for index in range(arch.num_layers):
+        kind = arch.mixer_kind(index)
+        if kind == "attention":
+            is_sliding = bool(arch.layer_types) and arch.layer_types[index] == "sliding"
+            name = "sliding_attention" if is_sliding else "attention"
+            if arch.parallel_recurrent is not None:
+                name = f"{name}+{arch.parallel_recurrent.kind}"
+        elif kind == "none":
+            name = "mlp"
+        else:
+            name = kind
+        groups.setdefault(name, []).append(index)
+    summary = []
+    for name, layers in groups.items():
+        kind = arch.mixer_kind(layers[0])
+        cache = 0
+        if kind == "attention":
+            tokens = sum(
+                cached_tokens(arch, index, seq_len) for index in layers if arch.keeps_kv(index)
+            )
+            cache = int(batch * tokens * per_token)
+        state: RecurrentState | None = None
+        if kind not in {"attention", "none"}:
+            state = arch.recurrent_state(kind)
+        elif kind == "attention" and arch.parallel_recurrent is not None:
+            state = arch.parallel_recurrent
+        if state is not None:
+            cache += len(layers) * recurrent_layer_bytes(
+                arch, state, batch=batch, model_bytes=model_bytes, plan=plan
+            )
+        holds: Holds
+        if kind == "attention":
+            holds = "kv_cache+recurrent_state" if state is not None else "kv_cache"
+        else:
+            holds = "recurrent_state" if state is not None else "nothing"
+        summary.append(LayerKind(kind=name, layers=len(layers), holds=holds, cache_bytes=cache))
+    return summary
 
 
 def _layer_samples(arch: Architecture) -> list[int]:
@@ -473,6 +616,7 @@ def _finish(
     trainable: int,
     notes: _Notes,
     training: bool,
+    layer_kinds: list[LayerKind] | None = None,
 ) -> EstimateResult:
     peak = peak_parts.total()
     context = cuda_context_bytes()
@@ -500,4 +644,7 @@ def _finish(
         params_active=arch.params_active,
         num_gpus=request.num_gpus,
         assumptions=notes.items,
+        approximate=arch.approximate_reason is not None,
+        approximate_reason=arch.approximate_reason,
+        layer_kinds=layer_kinds or [],
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from calculator.estimator.architecture import Architecture
+from calculator.estimator.architecture import Architecture, RecurrentState
 from calculator.estimator.parallelism import Plan
 
 
@@ -29,11 +29,53 @@ def kv_cache_bytes(
     GPU under tensor parallelism keeps ``ceil(kv_heads / tp)`` of them (never less than one).
     MLA models are cached as transformers does, with decompressed per-head keys and values
     (``modeling_deepseek_v3.py``); serving engines that keep the latent store far less.
+
+    Only attention layers hold keys and values: state-space and linear-attention layers of a
+    hybrid keep the fixed-size state of ``recurrent_state_bytes`` instead.
     """
     kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
     per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * bytes_per_element
-    tokens = sum(cached_tokens(arch, index, seq_len) for index in range(arch.num_layers))
+    if arch.mixer_kinds or arch.kv_shared_layers:
+        layers = [index for index in range(arch.num_layers) if arch.keeps_kv(index)]
+    else:
+        layers = list(range(arch.num_layers))
+    tokens = sum(cached_tokens(arch, index, seq_len) for index in layers)
     return int(batch * tokens * per_token)
+
+
+def recurrent_layer_bytes(
+    arch: Architecture, state: RecurrentState, *, batch: int, model_bytes: float, plan: Plan
+) -> int:
+    """One non-attention layer's cache for ``batch`` sequences, independent of their length.
+
+    transformers' ``LinearAttentionLayer`` (``cache_utils.py``) keeps a convolution state of
+    ``channels × kernel`` elements in the model dtype and the recurrent state the mixer returns:
+    fp32 for Mamba's selective scan (Gu & Dao 2023, arXiv:2312.00752 §3.3), Mamba-2's SSD
+    (arXiv:2405.21060) and Gated DeltaNet (arXiv:2412.06464) in their torch paths. Under tensor
+    parallelism the heads, hence the state, split ``tp`` ways.
+    """
+    state_bytes = 4.0 if state.state_fp32 else model_bytes
+    per_sequence = state.conv_elements * model_bytes + state.state_elements * state_bytes
+    return int(batch * per_sequence / plan.tp)
+
+
+def recurrent_state_bytes(arch: Architecture, *, batch: int, model_bytes: float, plan: Plan) -> int:
+    """Fixed-size state of every non-attention layer (and of Falcon-H1's parallel mixers)."""
+    if not (arch.mixer_kinds or arch.parallel_recurrent):
+        return 0
+    total = 0
+    for index in range(arch.num_layers):
+        kind = arch.mixer_kind(index)
+        if kind not in {"attention", "none"}:
+            state = arch.recurrent_state(kind)
+            total += recurrent_layer_bytes(
+                arch, state, batch=batch, model_bytes=model_bytes, plan=plan
+            )
+    if arch.parallel_recurrent is not None:
+        total += arch.num_layers * recurrent_layer_bytes(
+            arch, arch.parallel_recurrent, batch=batch, model_bytes=model_bytes, plan=plan
+        )
+    return total
 
 
 def mla_latent_kv_bytes(

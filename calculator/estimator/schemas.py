@@ -135,6 +135,13 @@ class EstimateRequest(_Frozen):
     num_gpus: int = Field(default=1, ge=1, le=MAX_GPUS)
     zero_stage: Literal[0, 1, 2, 3] = Field(default=0, description="ZeRO / FSDP sharding stage.")
     tensor_parallel: int = Field(default=1, ge=1, le=MAX_GPUS)
+    images_per_request: int | None = Field(
+        default=None,
+        ge=0,
+        le=1_000,
+        description="Images in each sequence for a vision-language model (default 1); their "
+        "tokens are added to seq_len. Ignored for text-only models.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> EstimateRequest:
@@ -178,6 +185,21 @@ class Breakdown(_Frozen):
         return sum(self.model_dump().values())
 
 
+Holds = Literal["kv_cache", "recurrent_state", "kv_cache+recurrent_state", "nothing"]
+
+
+class LayerKind(_Frozen):
+    """Layers of one kind and what each keeps between forward passes (the cache)."""
+
+    kind: str = Field(
+        description="attention, sliding_attention, mamba, mamba2, gated_deltanet, "
+        "short_conv, attention+mamba2, or mlp (no token mixer)."
+    )
+    layers: int
+    holds: Holds
+    cache_bytes: int = Field(description="Bytes all layers of this kind hold, per GPU.")
+
+
 class EstimateResult(_Frozen):
     breakdown: Breakdown
     peak_allocated_bytes: int = Field(
@@ -194,3 +216,18 @@ class EstimateResult(_Frozen):
     params_active: int
     num_gpus: int
     assumptions: list[Assumption]
+    approximate: bool = Field(
+        default=False,
+        description="The model's family is not verified: its config was read by the generic "
+        "(Llama-shaped) reader.",
+    )
+    approximate_reason: str | None = Field(
+        default=None, description="Why the estimate is approximate, and how far off such are."
+    )
+    layer_kinds: list[LayerKind] = Field(
+        default_factory=list,
+        description="Inference: which layers hold a KV cache and which a fixed recurrent state.",
+    )
+    image_tokens: int = Field(
+        default=0, description="Tokens the request's images add to each sequence (VLMs)."
+    )

@@ -1,0 +1,53 @@
+"""One module per model family, as ``transformers`` keeps one ``modeling_<family>.py`` each.
+
+A family module reads its ``config.json`` fields into an ``Architecture`` and registers its
+reader for the ``model_type`` values it covers (``@register("gemma2", ...)``). Importing this
+package imports every family module listed in ``FAMILY_MODULES``, which fills the registry.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from calculator.estimator.families.registry import READERS, known_model_types, reader_for, register
+
+FAMILY_MODULES = (
+    "bigcode",
+    "bloom",
+    "cohere",
+    "deepseek",
+    "ernie",
+    "exaone",
+    "falcon",
+    "gemma",
+    "glm",
+    "gpt2",
+    "gpt_neox",
+    "gpt_oss",
+    "gptj",
+    "granite",
+    "hybrid",
+    "hunyuan",
+    "llama",
+    "llama4",
+    "minimax",
+    "mllama",
+    "mistral",
+    "mistral3",
+    "olmo",
+    "opt",
+    "phi",
+    "phi3",
+    "qwen",
+    "qwen_next",
+    "qwen_vl",
+    "seed_oss",
+    "smollm",
+    "ssm",
+    "stablelm",
+)
+
+for _module in FAMILY_MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+
+__all__ = ["FAMILY_MODULES", "READERS", "known_model_types", "reader_for", "register"]

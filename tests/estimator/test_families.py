@@ -1,0 +1,132 @@
+"""Family modules: registry, reading by ``architectures``, the generic reader's flag, and errors
+that name a missing field in the family's own words.
+
+Expected numbers: transformers' meta-device counts in data/transformers_param_counts.json, or
+hand calculations written out below.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from calculator.estimator import (
+    Architecture,
+    ConfigError,
+    ConfigModel,
+    EstimateRequest,
+    estimate,
+)
+from calculator.estimator.families import FAMILY_MODULES, known_model_types
+from tests.conftest import VALIDATION_CONFIGS
+
+DATA = json.loads((Path(__file__).parent / "data" / "transformers_param_counts.json").read_text())
+
+# A small config with the standard field names under a model_type no family module registers.
+# Hand count (Llama layout, untied): embedding 1000·64 + LM head 1000·64 = 128,000; per layer
+# q/k/v/o 4·64·64 = 16,384, gate/up/down 3·64·128 = 24,576, two norms 128 → 41,088; two layers
+# 82,176; final norm 64. Total 210,240.
+UNKNOWN = {
+    "model_type": "brand_new_family",
+    "vocab_size": 1000,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+}
+
+
+def test_every_family_module_registers_a_reader():
+    assert len(FAMILY_MODULES) >= 25
+    assert len(known_model_types()) >= 45
+    assert {"phi", "gpt_bigcode", "gemma2", "glm4_moe", "deepseek_v32"} <= known_model_types()
+
+
+def test_unknown_model_type_is_estimated_but_flagged_approximate():
+    arch = Architecture.from_hf_config(UNKNOWN)
+    assert arch.params_total == 210_240
+    result = estimate(EstimateRequest(model=ConfigModel(config=UNKNOWN)))
+    assert result.approximate is True
+    assert result.approximate_reason is not None
+    assert "brand_new_family" in result.approximate_reason
+    assert "%" in result.approximate_reason  # says how far off such readings were
+
+
+def test_known_family_is_not_flagged():
+    config = json.loads((VALIDATION_CONFIGS / "phi-2.json").read_text())
+    result = estimate(EstimateRequest(model=ConfigModel(config=config)))
+    assert result.approximate is False
+    assert result.approximate_reason is None
+    # phi-2: 2,779,683,840 parameters (transformers meta-device count in the dataset).
+    assert result.params_total == DATA["models"]["phi-2"]["params_total"] == 2_779_683_840
+
+
+def test_phi_is_no_longer_read_as_llama():
+    """The issue's report: phi-1.5 read as Llama-shaped gave 1.82 B instead of 1.42 B.
+    phi-1.5 is PhiConfig's default shape (hidden 2048, 24 layers, 8192 MLP, vocabulary 51200);
+    hand count: embedding 51200·2048 = 104,857,600; LM head 104,857,600 + bias 51,200; per layer
+    q/k/v/dense 4·(2048² + 2048) = 16,785,408, fc1+fc2 2·2048·8192 + 8192 + 2048 = 33,564,672,
+    one LayerNorm 4,096 → 50,354,176, ×24 = 1,208,500,224; final LayerNorm 4,096.
+    Total 1,418,270,720."""
+    config = {
+        "model_type": "phi",
+        "vocab_size": 51200,
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 32,
+    }
+    assert Architecture.from_hf_config(config).params_total == 1_418_270_720
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({"model_type": "gpt_bigcode", "n_head": 16, "n_layer": 24, "vocab_size": 10}, "n_embd"),
+        (
+            {"model_type": "gpt_bigcode", "n_embd": 64, "n_layer": 2, "vocab_size": 10},
+            "n_head",
+        ),
+        ({"model_type": "opt", "hidden_size": 64, "num_hidden_layers": 2}, "ffn_dim"),
+        ({"model_type": "gptj", "n_embd": 64, "n_head": 4, "vocab_size": 10}, "n_layer"),
+        ({**UNKNOWN, "model_type": "ernie4_5_moe"}, "moe_num_experts"),
+    ],
+)
+def test_missing_field_is_named_in_the_family_own_words(config, field):
+    with pytest.raises(ConfigError) as raised:
+        Architecture.from_hf_config(config)
+    assert raised.value.field == field
+    assert field in str(raised.value)
+
+
+def test_gpt_bigcode_without_n_inner_uses_four_times_n_embd():
+    """modeling_gpt_bigcode: inner_dim = n_inner or 4·n_embd. Hand count for n_embd 64, 4 heads
+    (head 16), multi-query, 1 layer, vocabulary 100, 32 positions, tied: wte 6,400 + wpe 2,048;
+    c_attn 64·(64 + 2·16) + 96 = 6,240; c_proj 64·64 + 64 = 4,160; c_fc 64·256 + 256 = 16,640;
+    c_proj 256·64 + 64 = 16,448; ln_1/ln_2 256; ln_f 128. Total 52,320."""
+    config = {
+        "model_type": "gpt_bigcode",
+        "n_embd": 64,
+        "n_head": 4,
+        "n_layer": 1,
+        "n_positions": 32,
+        "vocab_size": 100,
+        "n_inner": None,
+    }
+    assert Architecture.from_hf_config(config).params_total == 52_320
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"num_hidden_layers": 10**9}, "num_hidden_layers"),
+        ({"model_type": "qwen3_moe", "num_experts": 4, "num_experts_per_tok": 2,
+          "moe_intermediate_size": 32, "mlp_only_layers": 3}, "mlp_only_layers"),
+    ],
+)  # fmt: skip
+def test_malformed_fields_are_config_errors_naming_them(change, field):
+    """Readers build per-layer tuples, so an absurd depth is refused up front (no real model
+    has 10,000 layers); a layer list that is not a list of indices is named."""
+    with pytest.raises(ConfigError) as raised:
+        Architecture.from_hf_config({**UNKNOWN, **change})
+    assert raised.value.field == field
