@@ -3,6 +3,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 import secrets
 from decimal import Decimal
@@ -127,6 +128,9 @@ class ModelPreset(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self._apply_architecture(self.architecture())
+        # Published configs may hold Infinity or NaN (Python's json writes them; Nemotron-H's
+        # time_step_limit is [0.0, Infinity]); a JSON column accepts neither.
+        self.config = json_safe(self.config)
         super().save(*args, **kwargs)
 
     @property
@@ -276,6 +280,17 @@ class SavedResult(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+def json_safe(value: Any) -> Any:
+    """The same value with non-finite floats written as the strings JSON writers use for them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_safe(item) for item in value]
+    return value
 
 
 def config_hash(config: Any) -> str:

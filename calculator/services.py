@@ -21,6 +21,7 @@ from calculator.models import (
     SavedResult,
     alias_key,
     config_hash,
+    json_safe,
     pasted_config_id,
 )
 
@@ -103,7 +104,7 @@ def _preset_values(entry: dict[str, Any], family: str) -> dict[str, Any]:
         "display_name": entry["display_name"],
         "family": family,
         "hf_repo": entry.get("hf_repo") or "",
-        "config": entry["config"],
+        "config": json_safe(entry["config"]),
         "release_date": entry.get("release_date") or None,
         "license": entry.get("license") or "",
         "native_precision": entry.get("native_precision") or "bf16",

@@ -54,6 +54,23 @@ def read_gemma(c: ConfigFields) -> Architecture:
     return Architecture(**fields)
 
 
+# Gemma3TextConfig's defaults (transformers 5.24 configuration_gemma3.py) for the fields that
+# shape the parameter count and the cache.
+GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 262_208,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "max_position_embeddings": 131_072,
+    "sliding_window": 4096,
+    "tie_word_embeddings": True,
+    "attention_bias": False,
+}
+
+
 @register("gemma3")
 def read_multimodal(c: ConfigFields) -> Architecture:
     """Multimodal configs (Gemma 3 4B+): the language model plus a SigLIP vision tower."""
@@ -61,7 +78,10 @@ def read_multimodal(c: ConfigFields) -> Architecture:
     text_raw = config.get("text_config")
     if not isinstance(text_raw, Mapping):
         raise ConfigError("Config is missing the object 'text_config'.", "text_config")
-    text = dict(text_raw)
+    # Published Gemma 3 configs list only what differs from Gemma3TextConfig's defaults
+    # (gemma-3-4b-it gives hidden size, layers and sliding window), so the defaults fill in.
+    defaults = GEMMA3_TEXT_DEFAULTS if config.get("model_type") == "gemma3" else {}
+    text = {**defaults, **dict(text_raw)}
     text.setdefault("model_type", f"{config.get('model_type', '')}_text")
     if "vocab_size" not in text and "vocab_size" in config:
         text["vocab_size"] = config["vocab_size"]

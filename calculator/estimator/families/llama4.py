@@ -57,6 +57,22 @@ def read_llama4_text(c: ConfigFields) -> Architecture:
     )
 
 
+# Llama4VisionConfig's defaults (transformers 5.24 configuration_llama4.py): the tower a
+# Llama4ForConditionalGeneration gets when its config has no vision_config.
+LLAMA4_VISION_DEFAULTS = {
+    "hidden_size": 768,
+    "num_hidden_layers": 34,
+    "num_channels": 3,
+    "intermediate_size": 5632,
+    "vision_output_dim": 7680,
+    "image_size": 448,
+    "patch_size": 14,
+    "pixel_shuffle_ratio": 0.5,
+    "projector_input_dim": 4096,
+    "projector_output_dim": 4096,
+}
+
+
 def llama4_vision(v: ConfigFields, text_hidden: int) -> tuple[int, VisionTower]:
     """Llama 4's ViT: a bias-free patch linear, class token and learned positions, pre/post
     LayerNorms, LayerNorm blocks with biased attention and MLP, the pixel-shuffle adapter
@@ -92,7 +108,10 @@ def read_llama4(c: ConfigFields) -> Architecture:
     arch = read_llama4_text(text_fields)
     vision = c.raw.get("vision_config")
     if not isinstance(vision, Mapping):
-        return arch.model_copy(update={"model_type": "llama4"})
-    extra, tower = llama4_vision(ConfigFields(vision), arch.hidden_size)
+        # transformers builds the default vision tower when the config names none.
+        vision = {}
+    extra, tower = llama4_vision(
+        ConfigFields({**LLAMA4_VISION_DEFAULTS, **vision}), arch.hidden_size
+    )
     # The language model's own text_config flag ties its LM head, not the root's.
     return arch.model_copy(update={"model_type": "llama4", "extra_params": extra, "vision": tower})
