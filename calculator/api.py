@@ -357,6 +357,7 @@ class PermalinkQuery(Schema):
         default=None, description="Your card's memory in GB (instead of a catalogue GPU)."
     )
     cfg: str | None = Field(default=None, description="The id of a config pasted on the page.")
+    images: str | None = Field(default=None, description="Images per request (VLMs).")
 
 
 @api.get(

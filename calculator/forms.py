@@ -91,7 +91,7 @@ PERMALINK_KEYS = (
     "source", "model", "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter",
     "vocab", "experts", "active_experts", "mode", "precision", "mixed", "kv", "optimizer",
     "batch", "seq", "ckpt", "attn", "lora_rank", "lora_targets", "gpus", "zero", "tp", "gpu",
-    "vram", "cfg",
+    "vram", "cfg", "images",
 )  # fmt: skip
 
 
@@ -167,6 +167,7 @@ class CalculatorForm(forms.Form):
     seq = _int(_("Sequence length (tokens)"), 1, 10_000_000)
     ckpt = forms.BooleanField(label=_("Gradient checkpointing"), required=False)
     attn = forms.ChoiceField(label=_("Attention kernel"), choices=ATTENTION_CHOICES)
+    images = _int(_("Images per request"), 0, 1_000, required=False)
     lora_rank = _int(_("LoRA rank"), 1, 65_536)
     lora_targets = forms.MultipleChoiceField(
         label=_("LoRA target modules"),
@@ -223,6 +224,9 @@ class CalculatorForm(forms.Form):
         ),
         "gpu": _(
             "The card to check the result against: its usable memory, not the marketed figure."
+        ),
+        "images": _(
+            "Vision-language models only: images in each sequence; each adds the model's image tokens (counted for a 1024 × 1024 image). Default 1."
         ),
         "vram": _(
             # xgettext:no-python-format
@@ -316,6 +320,7 @@ class CalculatorForm(forms.Form):
             "num_gpus": c["gpus"],
             "zero_stage": int(c["zero"]) if training else 0,
             "tensor_parallel": c["tp"],
+            "images_per_request": c.get("images"),
         }
         return EstimateRequest.model_validate(payload)
 

@@ -299,3 +299,15 @@ def test_fits_page_formats_its_numbers_for_the_locale(client):
     body = text(client.get("/de/fits/?seq=32768&gb=12"))
     assert "32.768" in body  # German grouping
     assert "32768" not in body
+
+
+def test_images_per_request_on_the_page(client):
+    # Qwen3-VL 8B (config.json: vision patch_size 16, spatial_merge_size 2): a 1024 × 1024
+    # image is (1024 / 16)² = 4,096 patches, merged 2 × 2 into 1,024 tokens; two images 2,048.
+    assert (1024 // 16) ** 2 // (2 * 2) * 2 == 2048
+    body = text(client.get("/?model=qwen3-vl-8b&images=2"))
+    assert "Images add 2,048 tokens to each sequence." in body
+    none = text(client.get("/?model=qwen3-vl-8b&images=0"))
+    assert "Images add" not in none
+    text_only = text(client.get("/?model=qwen2-7B&images=3"))
+    assert "Images add" not in text_only
