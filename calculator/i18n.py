@@ -94,6 +94,20 @@ def localized_path(path: str, language: str) -> str:
     return neutral if language == settings.LANGUAGE_CODE else f"/{language}{neutral}"
 
 
+_NATIVE_NAMES: dict[str, str] = {}
+
+
+def native_name(code: str, name: Any) -> str:
+    """A language's name in itself ("Deutsch"), translated once per process: the switcher is on
+    every page and every recompute, and activating eight languages per render is not free."""
+    if code not in _NATIVE_NAMES:
+        from django.utils import translation
+
+        with translation.override(code):
+            _NATIVE_NAMES[code] = str(name)
+    return _NATIVE_NAMES[code]
+
+
 def language_links(request: HttpRequest) -> dict[str, Any]:
     """Context: every language with the URL of this page (and its inputs) in it.
 
@@ -108,7 +122,7 @@ def language_links(request: HttpRequest) -> dict[str, Any]:
         links.append(
             {
                 "code": code,
-                "name": name,
+                "name": native_name(code, name),
                 "switch_url": f"/lang/{code}?next={_quote(current)}",
                 "url": request.build_absolute_uri(localized),
             }

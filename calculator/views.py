@@ -193,11 +193,12 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
         "custom_fields": CUSTOM_FIELDS,
     }
     partial = bool(request.htmx and not request.htmx.history_restore_request)
-    if query.get("part") == "gpus":
-        return _gpu_fits_part(request, form, context)
+    if query.get("part") == "more":
+        context["query"] = permalink_for(query, store_config=False)
+        return _more_part(request, form, context)
     if form.is_valid():
-        # The long GPU list comes in a second request after the result (htmx only).
-        context.update(_calculate(form, catalogue_for(request), defer_fits=partial))
+        # The advice and the long GPU list come in a second request after the result (htmx).
+        context.update(_calculate(form, catalogue_for(request), defer_more=partial))
     link = permalink_for(query, store_config=request.method == "POST" and "result" in context)
     context["query"] = link
     if request.method == "POST":
@@ -297,25 +298,18 @@ def own_card(gb: float) -> OwnCard:
     )
 
 
-def _gpu_fits_part(
+def _more_part(
     request: HtmxHttpRequest, form: CalculatorForm, context: dict[str, Any]
 ) -> HttpResponse:
-    """Which catalogue GPUs hold the job, and how many of each: the part of the result that
-    the page loads after the rest."""
+    """What fits on this GPU (levers, advice) and which GPUs hold the job: the part of the
+    result that the page loads after the rest."""
     if form.is_valid():
-        model, _extra = _resolve_model(form, catalogue_for(request))
-        if model is not None:
-            try:
-                estimate_request = form.estimate_request(model)
-                totals = presenters.sharded_totals(estimate_request)
-            except (ConfigError, PydanticValidationError):
-                totals = {}
-            context["fits"] = presenters.gpu_fits(catalogue_for(request).gpus, totals)
-    return render(request, "calculator/_result.html#gpu_fits", context)
+        context.update(_calculate(form, catalogue_for(request), defer_more=False))
+    return render(request, "calculator/_result.html#more", context)
 
 
 def _calculate(
-    form: CalculatorForm, catalogue: CatalogueSnapshot, *, defer_fits: bool = False
+    form: CalculatorForm, catalogue: CatalogueSnapshot, *, defer_more: bool = False
 ) -> dict[str, Any]:
     model, context = _resolve_model(form, catalogue)
     if model is None:
@@ -338,10 +332,12 @@ def _calculate(
         request_obj=estimate_request,
         result=result,
         arch=arch,
-        **_result_context(
-            estimate_request, result, gpu, arch, catalogue.gpus, defer_fits=defer_fits
-        ),
+        **_result_context(estimate_request, result, gpu, arch),
     )
+    if defer_more:
+        context["more_deferred"] = True
+        return context
+    context.update(_advice_context(estimate_request, result, gpu, arch, catalogue.gpus))
     preset = context.get("preset")
     verdict = context.get("verdict")
     if preset is not None and gpu is not None and verdict is not None and not verdict.fits:
@@ -405,10 +401,8 @@ def _result_context(
     result: EstimateResult,
     gpu: GpuSpec | OwnCard | None,
     arch: Any,
-    gpus: list[GpuSpec],
-    *,
-    defer_fits: bool = False,
 ) -> dict[str, Any]:
+    """What the first view shows: the breakdown, the verdict, the chart."""
     rows = presenters.breakdown_rows(result, estimate_request, arch)
     context: dict[str, Any] = {"rows": rows, "gpu": gpu}
     max_context = arch.max_position_embeddings if arch else None
@@ -420,6 +414,22 @@ def _result_context(
             result.total_bytes, gpu.usable_bytes, gpu.nominal_bytes
         )
         context["capacity_x"] = 1000.0 * gpu.usable_bytes / scale
+    context["segments"] = presenters.chart_segments(rows, scale)
+    return context
+
+
+def _advice_context(
+    estimate_request: Any,
+    result: EstimateResult,
+    gpu: GpuSpec | OwnCard | None,
+    arch: Any,
+    gpus: list[GpuSpec],
+) -> dict[str, Any]:
+    """What fits on this GPU (the levers and, when it does not fit, the best combination) and
+    which catalogue GPUs hold the job: searches over the estimator."""
+    context: dict[str, Any] = {}
+    max_context = arch.max_position_embeddings if arch else None
+    if gpu is not None:
         usable = gpu.usable_bytes
         precision = presenters.highest_fitting_precision(estimate_request, usable)
         context["levers"] = {
@@ -430,7 +440,7 @@ def _result_context(
             "precision": precision,
             "precision_quality": presenters.PRECISION_QUALITY.get(precision or ""),
         }
-        if not context["verdict"].fits:
+        if result.total_bytes > usable:
             context["levers"]["combination"] = presenters.best_combination(
                 estimate_request, usable, max_context
             )
@@ -439,12 +449,8 @@ def _result_context(
                 presenters.with_changes(estimate_request, gradient_checkpointing=True)
             )
             context["levers"]["checkpointing_bytes"] = checkpointed.total_bytes
-    context["segments"] = presenters.chart_segments(rows, scale)
-    if defer_fits:
-        context["fits_deferred"] = True
-    else:
-        totals = presenters.sharded_totals(estimate_request)
-        context["fits"] = presenters.gpu_fits(gpus, totals)
+    totals = presenters.sharded_totals(estimate_request)
+    context["fits"] = presenters.gpu_fits(gpus, totals)
     return context
 
 

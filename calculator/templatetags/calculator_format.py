@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 from django.forms import BoundField, Form
 from django.http import QueryDict
-from django.utils.formats import number_format
+from django.utils.formats import get_format, number_format
 from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -16,14 +16,34 @@ register = template.Library()
 
 
 def decimal(value: float, places: int) -> str:
-    """A number rounded half-up to ``places`` decimals, in the active locale's format.
+    """A number rounded half-up to ``places`` decimals, grouped by thousands, in the active
+    locale's separators.
 
     Django's ``number_format`` cuts extra decimals off (181.699 → "181.69"); every figure on
-    the page, in the exports and in the API rounds (→ "181.70"), so they agree.
+    the page, in the exports and in the API rounds (→ "181.70"), so they agree. Formatting runs
+    dozens of times per page, so the separators are looked up once per language.
     """
-    step = Decimal(1).scaleb(-places)
+    step = _STEPS.get(places) or _STEPS.setdefault(places, Decimal(1).scaleb(-places))
     rounded = Decimal(repr(float(value))).quantize(step, rounding=ROUND_HALF_UP)
-    return number_format(rounded, places, use_l10n=True, force_grouping=True)
+    text = f"{rounded:,f}"
+    decimal_separator, thousand_separator = _separators()
+    if decimal_separator == "." and thousand_separator == ",":
+        return text
+    return text.replace(",", "\0").replace(".", decimal_separator).replace("\0", thousand_separator)
+
+
+_STEPS: dict[int, Decimal] = {}
+_SEPARATORS: dict[str, tuple[str, str]] = {}
+
+
+def _separators() -> tuple[str, str]:
+    language = get_language() or "en"
+    if language not in _SEPARATORS:
+        _SEPARATORS[language] = (
+            str(get_format("DECIMAL_SEPARATOR", use_l10n=True)),
+            str(get_format("THOUSAND_SEPARATOR", use_l10n=True)),
+        )
+    return _SEPARATORS[language]
 
 
 @register.filter

@@ -56,6 +56,8 @@ def test_hobbyist_with_a_12_gb_card(page, live_server):
     recompute(page, lambda: page.press("#id_model", "Enter"))
     assert page.evaluate("window.__sameDocument") is True
     assert page.evaluate("document.activeElement.id") == "id_model"
+    # The advice and the GPU list arrive in a second request, below the breakdown.
+    page.wait_for_selector("#more ul.levers")
     # The address bar holds the calculator's permalink, never the suggestion request's URL.
     assert "/suggest" not in page.url
     assert "model=qwen2.5-14b" in page.url

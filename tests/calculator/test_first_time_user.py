@@ -311,3 +311,23 @@ def test_images_per_request_on_the_page(client):
     assert "Images add" not in none
     text_only = text(client.get("/?model=qwen2-7B&images=3"))
     assert "Images add" not in text_only
+
+
+@pytest.mark.parametrize("language", ["en", "es", "pt-br", "zh-hans", "fr", "de", "ja", "ko"])
+def test_fast_number_format_matches_djangos(language):
+    """The page's formatter equals Django's own number_format (locale separators, grouping) on
+    the half-up rounded value, for values across the range the page shows."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    from django.utils.formats import number_format
+
+    from calculator.templatetags.calculator_format import decimal
+
+    values = [0.0, 0.005, 0.125, 999.995, 1234.5, 181.699, 4096, 1e6 + 0.5, 123456789.987]
+    with translation.override(language):
+        for value in values:
+            for places in (0, 1, 2):
+                step = Decimal(1).scaleb(-places)
+                rounded = Decimal(repr(value)).quantize(step, rounding=ROUND_HALF_UP)
+                expected = number_format(rounded, places, use_l10n=True, force_grouping=True)
+                assert decimal(value, places) == expected
