@@ -57,7 +57,7 @@ def test_hobbyist_with_a_12_gb_card(page, live_server):
     assert page.evaluate("window.__sameDocument") is True
     assert page.evaluate("document.activeElement.id") == "id_model"
     page.wait_for_function(
-        "document.querySelector('#result').innerText.includes('Qwen2.5 14B')"
+        "() => document.querySelector('#result').innerText.includes('Qwen2.5 14B')"
         " && document.querySelector('#result').innerText.includes('12 GB')"
     )
     # The advice and the GPU list arrive in a second request, below the breakdown.
@@ -211,7 +211,7 @@ def test_someone_typing_unknown_names(page, live_server):
     # The result region is announced through a live region that is never replaced.
     assert page.locator("#announce[aria-live=polite]").count() == 1
     page.fill("#id_model", "qwen2-7B")
-    page.wait_for_function("document.querySelector('#result').innerText.includes('Qwen2 7B')")
+    page.wait_for_function("() => document.querySelector('#result').innerText.includes('Qwen2 7B')")
     assert page.locator("#announce").inner_text().startswith("Result updated")
     assert not [w for w in warnings if "oobErrorNoTarget" in w]
     screenshot(page, "persona-unknown-name")
