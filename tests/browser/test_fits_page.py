@@ -22,5 +22,6 @@ def test_fits_page_passes_an_accessibility_check(page, live_server):
 
     page.goto(live_server.url + "/fits/?gb=24&count=2")
     results = Axe().run(page)
-    serious = [v for v in results.response["violations"] if v["impact"] in {"serious", "critical"}]
-    assert serious == [], results.generate_report()
+    # Moderate issues count too (issue 17 tightened the check), not only serious and critical.
+    found = [v for v in results.response["violations"] if v["impact"] != "minor"]
+    assert found == [], results.generate_report()
