@@ -28,6 +28,7 @@ FAMILY_MODULES = (
     "granite",
     "hybrid",
     "hunyuan",
+    "kimi",
     "llama",
     "llama4",
     "minimax",
