@@ -201,6 +201,11 @@ class Architecture(BaseModel):
         return self.num_kv_heads * self.head_dim
 
     @property
+    def v_width(self) -> int:
+        """Value projection width: v_head_dim per KV head (MiMo-V2-Flash: 128 beside 192 for q·k)."""
+        return self.num_kv_heads * self.v_head_dim
+
+    @property
     def attn_out_width(self) -> int:
         return self.num_attention_heads * self.v_head_dim
 
@@ -282,12 +287,12 @@ class Architecture(BaseModel):
             kv = h * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + self.v_head_dim)
             out = heads * self.v_head_dim * h + (h if self.o_bias else 0)
             return q + kv + out
-        q, kv = self.q_width, self.kv_width
-        params = h * (q + 2 * kv) + self.attn_out_width * h
+        q, kv, v = self.q_width, self.kv_width, self.v_width
+        params = h * (q + kv + v) + self.attn_out_width * h
         if self.attention_output_gate:
             params += h * q
         if self.qkv_bias:
-            params += q + 2 * kv
+            params += q + kv + v
         if self.o_bias:
             params += h
         norm_copies = 2 if self.qk_norm_bias else 1
@@ -323,12 +328,12 @@ class Architecture(BaseModel):
 
     def shared_kv_saving(self) -> int:
         """What a layer that reuses another's keys and values lacks: k_proj, v_proj, k_norm."""
-        kv = self.kv_width
-        saving = 2 * self.hidden_size * kv + (2 * kv if self.qkv_bias else 0)
+        kv = self.kv_width + self.v_width
+        saving = self.hidden_size * kv + (kv if self.qkv_bias else 0)
         if self.qk_norm == "per_head":
             saving += self.head_dim
         elif self.qk_norm == "full":
-            saving += kv
+            saving += self.kv_width
         return saving
 
     def mixer_params(self, index: int) -> int:
@@ -404,7 +409,7 @@ class Architecture(BaseModel):
                 continue
             attention = self.attention_params()
             if self.qkv_bias:
-                attention -= self.q_width + 2 * self.kv_width
+                attention -= self.q_width + self.kv_width + self.v_width
             if self.o_bias:
                 attention -= h
             copies = 2 if self.qk_norm_bias else 1

@@ -31,6 +31,7 @@ FAMILY_MODULES = (
     "kimi",
     "llama",
     "llama4",
+    "mimo",
     "minimax",
     "mllama",
     "mistral",
