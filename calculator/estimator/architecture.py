@@ -127,6 +127,12 @@ class Architecture(BaseModel):
     num_shared_experts: int = Field(default=0, ge=0)
     shared_expert_intermediate_size: int = Field(default=0, ge=0)
     shared_expert_gate: bool = False
+    expert_width: int | None = Field(
+        default=None,
+        gt=0,
+        description="Width the routed experts read and write when not hidden_size: a latent MoE "
+        "projects hidden → latent before the experts and back after (Nemotron 3 Super/Ultra).",
+    )
     router_bias: bool = False
     expert_bias: bool = False
     moe_layers: tuple[int, ...] = Field(default=(), description="Indices of MoE layers.")
@@ -316,15 +322,28 @@ class Architecture(BaseModel):
         """One MoE block: router, every routed expert, shared experts and their gate."""
         h, e = self.hidden_size, self.num_experts
         params = h * e + (e if self.router_bias else 0)
-        expert = (3 if self.mlp_gated else 2) * h * self.moe_intermediate_size
+        expert = self.routed_expert_params
         if self.expert_bias:
-            expert += (2 if self.mlp_gated else 1) * self.moe_intermediate_size + h
+            expert += (2 if self.mlp_gated else 1) * self.moe_intermediate_size + (
+                self.expert_width or h
+            )
         params += e * expert
+        if self.expert_width:
+            # fc1_latent_proj / fc2_latent_proj (modeling_nemotron_h.py NemotronHMoE).
+            params += 2 * h * self.expert_width
+            if self.mlp_bias:
+                params += self.expert_width + h
         if self.shared_expert_intermediate_size:
             params += self.dense_mlp_params(self.shared_expert_intermediate_size)
         if self.shared_expert_gate:
             params += h
         return params
+
+    @property
+    def routed_expert_params(self) -> int:
+        """The weight matrices of one routed expert (on ``expert_width`` when latent)."""
+        width = self.expert_width or self.hidden_size
+        return (3 if self.mlp_gated else 2) * width * self.moe_intermediate_size
 
     def shared_kv_saving(self) -> int:
         """What a layer that reuses another's keys and values lacks: k_proj, v_proj, k_norm."""
@@ -391,8 +410,7 @@ class Architecture(BaseModel):
         """Parameters one token touches: routed experts count only ``experts_per_token``."""
         if not self.is_moe:
             return self.params_total
-        h = self.hidden_size
-        expert = (3 if self.mlp_gated else 2) * h * self.moe_intermediate_size
+        expert = self.routed_expert_params
         idle = (self.num_experts - self.experts_per_token) * expert * self.moe_layer_count
         return self.params_total - idle
 
@@ -424,8 +442,9 @@ class Architecture(BaseModel):
             if self.mlp_kind(index) == "none":
                 mlp = 0
             elif self.is_moe_layer(index):
-                expert = (3 if self.mlp_gated else 2) * h * self.moe_intermediate_size
-                mlp = self.num_experts * expert
+                mlp = self.num_experts * self.routed_expert_params
+                if self.expert_width:
+                    mlp += 2 * h * self.expert_width
                 if self.shared_expert_intermediate_size:
                     mlp += (3 if self.mlp_gated else 2) * h * self.shared_expert_intermediate_size
             else:
