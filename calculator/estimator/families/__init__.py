@@ -20,6 +20,7 @@ FAMILY_MODULES = (
     "exaone",
     "falcon",
     "gemma",
+    "gemma4",
     "glm",
     "gpt2",
     "gpt_neox",
