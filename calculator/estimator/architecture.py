@@ -96,6 +96,12 @@ class Architecture(BaseModel):
     qk_norm: QkNorm = "none"
     qk_norm_bias: bool = Field(default=False, description="The q/k norms are LayerNorms with bias.")
     attention_sinks: bool = False
+    attention_block_params: int | None = Field(
+        default=None,
+        ge=0,
+        description="Parameters of one attention block whose layout the shared counting does not "
+        "know (DeepSeek V4: low-rank q, one shared KV head, grouped low-rank output, sinks).",
+    )
     attention_output_gate: bool = Field(
         default=False,
         description="q_proj also produces a sigmoid gate on the attention output (Qwen3-Next).",
@@ -276,6 +282,8 @@ class Architecture(BaseModel):
 
     def attention_params(self) -> int:
         """One attention block: projections, their biases, q/k norms and sinks."""
+        if self.attention_block_params is not None:
+            return self.attention_block_params
         h = self.hidden_size
         heads = self.num_attention_heads
         if self.attention_kind == "mla":

@@ -16,6 +16,7 @@ FAMILY_MODULES = (
     "bloom",
     "cohere",
     "deepseek",
+    "deepseek_v4",
     "ernie",
     "exaone",
     "falcon",
