@@ -49,6 +49,7 @@ WANTED = {
     "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4", "llama4_text",
     "gemma3", "gemma3n_text", "mllama", "mistral3",
     "gemma4", "gemma4_text", "kimi_k25", "mimo_v2_flash", "deepseek_v4",
+    "cwm", "helium", "internlm3", "ministral3", "vaultgemma", "granitemoeshared",
 }  # fmt: skip
 
 
