@@ -17,6 +17,12 @@ READERS: dict[str, Reader] = {}
 # built from that class, so it is read as that class's family.
 ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "BloomForCausalLM": "bloom",
+    "ApertusForCausalLM": "apertus",
+    "ArceeForCausalLM": "arcee",
+    "BitNetForCausalLM": "bitnet",
+    "ExaoneMoeForCausalLM": "exaone_moe",
+    "FlexOlmoForCausalLM": "flex_olmo",
+    "OlmoeForCausalLM": "olmoe",
     "CohereForCausalLM": "cohere",
     "CwmForCausalLM": "cwm",
     "DeepseekV4ForCausalLM": "deepseek_v4",
