@@ -50,7 +50,7 @@ WANTED = {
     "gemma3", "gemma3n_text", "mllama", "mistral3",
     "gemma4", "gemma4_text", "kimi_k25", "mimo_v2_flash", "deepseek_v4",
     "cwm", "helium", "internlm3", "ministral3", "vaultgemma", "granitemoeshared",
-    "olmoe", "flex_olmo", "exaone_moe", "arcee", "apertus", "bitnet",
+    "olmoe", "flex_olmo", "exaone_moe", "arcee", "apertus", "bitnet", "afmoe", "cohere2_moe",
 }  # fmt: skip
 
 

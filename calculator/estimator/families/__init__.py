@@ -12,6 +12,7 @@ import importlib
 from calculator.estimator.families.registry import READERS, known_model_types, reader_for, register
 
 FAMILY_MODULES = (
+    "afmoe",
     "arcee",
     "bigcode",
     "bloom",

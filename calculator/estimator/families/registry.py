@@ -17,7 +17,9 @@ READERS: dict[str, Reader] = {}
 # built from that class, so it is read as that class's family.
 ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "BloomForCausalLM": "bloom",
+    "AfmoeForCausalLM": "afmoe",
     "ApertusForCausalLM": "apertus",
+    "Cohere2MoeForCausalLM": "cohere2_moe",
     "ArceeForCausalLM": "arcee",
     "BitNetForCausalLM": "bitnet",
     "ExaoneMoeForCausalLM": "exaone_moe",
