@@ -20,6 +20,7 @@ FAMILY_MODULES = (
     "cwm",
     "deepseek",
     "deepseek_v4",
+    "dots",
     "ernie",
     "exaone",
     "falcon",
