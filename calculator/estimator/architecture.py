@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 NormKind = Literal["rms", "layer", "rms_gemma"]
 QkNorm = Literal["none", "per_head", "full"]
-MixerKind = Literal["attention", "mamba", "mamba2", "gated_deltanet", "short_conv", "none"]
+MixerKind = Literal[
+    "attention", "mamba", "mamba2", "gated_deltanet", "short_conv", "lightning", "none"
+]
 MlpKind = Literal["dense", "moe", "none"]
 
 
