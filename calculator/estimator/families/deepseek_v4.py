@@ -70,8 +70,9 @@ def read_deepseek_v4(c: ConfigFields) -> Architecture:
     entries (one per ``compress_rate`` tokens) and the indexer keys are not modelled yet."""
     c.require("hidden_size", "num_hidden_layers", "num_attention_heads", "moe_intermediate_size")
     fields = core_fields(c, head_dim_from_hidden=False)
-    h, layers = fields["hidden_size"], fields["num_layers"]
-    heads = fields["num_attention_heads"]
+    h: int = fields["hidden_size"]
+    layers: int = fields["num_layers"]
+    heads: int = fields["num_attention_heads"]
     head_dim = c.positive("head_dim", default=512)
     q_rank = c.positive("q_lora_rank", default=1024)
     o_groups = c.positive("o_groups", default=8)

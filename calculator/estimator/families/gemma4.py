@@ -79,8 +79,10 @@ def read_gemma4_text(c: ConfigFields) -> Architecture:
     ``Gemma4TextRouter``, ``Gemma4TextModel``)."""
     c.require("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
     fields = core_fields(c)
-    h, layers = fields["hidden_size"], fields["num_layers"]
-    heads, kv_heads = fields["num_attention_heads"], fields["num_kv_heads"]
+    h: int = fields["hidden_size"]
+    layers: int = fields["num_layers"]
+    heads: int = fields["num_attention_heads"]
+    kv_heads: int = fields["num_kv_heads"]
     head_dim = c.positive("head_dim", default=256)
     bias = c.flag("attention_bias", False)
     inter = c.positive("intermediate_size")

@@ -28,8 +28,10 @@ def read_mimo_v2_flash(c: ConfigFields) -> Architecture:
     layers are counted in ``other_params``; the Architecture keeps the full layers' shape, so the
     sliding layers' (window-capped) cache is taken with the full layers' KV heads."""
     fields = core_fields(c)
-    layers, hidden = fields["num_layers"], fields["hidden_size"]
-    heads, kv_heads = fields["num_attention_heads"], fields["num_kv_heads"]
+    layers: int = fields["num_layers"]
+    hidden: int = fields["hidden_size"]
+    heads: int = fields["num_attention_heads"]
+    kv_heads: int = fields["num_kv_heads"]
     head_dim = c.positive("head_dim", default=192)
     v_head_dim = c.positive("v_head_dim", default=128)
     types = _layer_types(c, layers)
