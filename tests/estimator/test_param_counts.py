@@ -51,7 +51,7 @@ WANTED = {
     "gemma4", "gemma4_text", "kimi_k25", "mimo_v2_flash", "deepseek_v4",
     "cwm", "helium", "internlm3", "ministral3", "vaultgemma", "granitemoeshared",
     "olmoe", "flex_olmo", "exaone_moe", "arcee", "apertus", "bitnet", "afmoe", "cohere2_moe",
-    "dots1", "lfm2_moe", "minimax",
+    "dots1", "lfm2_moe", "minimax", "longcat_flash",
 }  # fmt: skip
 
 

@@ -38,6 +38,7 @@ FAMILY_MODULES = (
     "kimi",
     "llama",
     "llama4",
+    "longcat",
     "mimo",
     "minimax",
     "mllama",

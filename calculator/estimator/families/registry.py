@@ -64,6 +64,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense",
     "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
     "LlamaForCausalLM": "llama",
+    "LongcatFlashForCausalLM": "longcat_flash",
     "MiniMaxForCausalLM": "minimax",
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "MistralForCausalLM": "mistral",
