@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 NormKind = Literal["rms", "layer", "rms_gemma"]
 QkNorm = Literal["none", "per_head", "full"]
-MixerKind = Literal["attention", "mamba", "mamba2", "gated_deltanet", "short_conv", "none"]
+MixerKind = Literal[
+    "attention", "mamba", "mamba2", "gated_deltanet", "short_conv", "lightning", "none"
+]
 MlpKind = Literal["dense", "moe", "none"]
 
 
@@ -96,6 +98,12 @@ class Architecture(BaseModel):
     qk_norm: QkNorm = "none"
     qk_norm_bias: bool = Field(default=False, description="The q/k norms are LayerNorms with bias.")
     attention_sinks: bool = False
+    attention_block_params: int | None = Field(
+        default=None,
+        ge=0,
+        description="Parameters of one attention block whose layout the shared counting does not "
+        "know (DeepSeek V4: low-rank q, one shared KV head, grouped low-rank output, sinks).",
+    )
     attention_output_gate: bool = Field(
         default=False,
         description="q_proj also produces a sigmoid gate on the attention output (Qwen3-Next).",
@@ -127,6 +135,12 @@ class Architecture(BaseModel):
     num_shared_experts: int = Field(default=0, ge=0)
     shared_expert_intermediate_size: int = Field(default=0, ge=0)
     shared_expert_gate: bool = False
+    expert_width: int | None = Field(
+        default=None,
+        gt=0,
+        description="Width the routed experts read and write when not hidden_size: a latent MoE "
+        "projects hidden → latent before the experts and back after (Nemotron 3 Super/Ultra).",
+    )
     router_bias: bool = False
     expert_bias: bool = False
     moe_layers: tuple[int, ...] = Field(default=(), description="Indices of MoE layers.")
@@ -201,6 +215,11 @@ class Architecture(BaseModel):
         return self.num_kv_heads * self.head_dim
 
     @property
+    def v_width(self) -> int:
+        """Value projection width: v_head_dim per KV head (MiMo-V2-Flash: 128 beside 192 for q·k)."""
+        return self.num_kv_heads * self.v_head_dim
+
+    @property
     def attn_out_width(self) -> int:
         return self.num_attention_heads * self.v_head_dim
 
@@ -265,6 +284,8 @@ class Architecture(BaseModel):
 
     def attention_params(self) -> int:
         """One attention block: projections, their biases, q/k norms and sinks."""
+        if self.attention_block_params is not None:
+            return self.attention_block_params
         h = self.hidden_size
         heads = self.num_attention_heads
         if self.attention_kind == "mla":
@@ -282,12 +303,12 @@ class Architecture(BaseModel):
             kv = h * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + self.v_head_dim)
             out = heads * self.v_head_dim * h + (h if self.o_bias else 0)
             return q + kv + out
-        q, kv = self.q_width, self.kv_width
-        params = h * (q + 2 * kv) + self.attn_out_width * h
+        q, kv, v = self.q_width, self.kv_width, self.v_width
+        params = h * (q + kv + v) + self.attn_out_width * h
         if self.attention_output_gate:
             params += h * q
         if self.qkv_bias:
-            params += q + 2 * kv
+            params += q + kv + v
         if self.o_bias:
             params += h
         norm_copies = 2 if self.qk_norm_bias else 1
@@ -311,24 +332,37 @@ class Architecture(BaseModel):
         """One MoE block: router, every routed expert, shared experts and their gate."""
         h, e = self.hidden_size, self.num_experts
         params = h * e + (e if self.router_bias else 0)
-        expert = (3 if self.mlp_gated else 2) * h * self.moe_intermediate_size
+        expert = self.routed_expert_params
         if self.expert_bias:
-            expert += (2 if self.mlp_gated else 1) * self.moe_intermediate_size + h
+            expert += (2 if self.mlp_gated else 1) * self.moe_intermediate_size + (
+                self.expert_width or h
+            )
         params += e * expert
+        if self.expert_width:
+            # fc1_latent_proj / fc2_latent_proj (modeling_nemotron_h.py NemotronHMoE).
+            params += 2 * h * self.expert_width
+            if self.mlp_bias:
+                params += self.expert_width + h
         if self.shared_expert_intermediate_size:
             params += self.dense_mlp_params(self.shared_expert_intermediate_size)
         if self.shared_expert_gate:
             params += h
         return params
 
+    @property
+    def routed_expert_params(self) -> int:
+        """The weight matrices of one routed expert (on ``expert_width`` when latent)."""
+        width = self.expert_width or self.hidden_size
+        return (3 if self.mlp_gated else 2) * width * self.moe_intermediate_size
+
     def shared_kv_saving(self) -> int:
         """What a layer that reuses another's keys and values lacks: k_proj, v_proj, k_norm."""
-        kv = self.kv_width
-        saving = 2 * self.hidden_size * kv + (2 * kv if self.qkv_bias else 0)
+        kv = self.kv_width + self.v_width
+        saving = self.hidden_size * kv + (kv if self.qkv_bias else 0)
         if self.qk_norm == "per_head":
             saving += self.head_dim
         elif self.qk_norm == "full":
-            saving += kv
+            saving += self.kv_width
         return saving
 
     def mixer_params(self, index: int) -> int:
@@ -386,8 +420,7 @@ class Architecture(BaseModel):
         """Parameters one token touches: routed experts count only ``experts_per_token``."""
         if not self.is_moe:
             return self.params_total
-        h = self.hidden_size
-        expert = (3 if self.mlp_gated else 2) * h * self.moe_intermediate_size
+        expert = self.routed_expert_params
         idle = (self.num_experts - self.experts_per_token) * expert * self.moe_layer_count
         return self.params_total - idle
 
@@ -404,7 +437,7 @@ class Architecture(BaseModel):
                 continue
             attention = self.attention_params()
             if self.qkv_bias:
-                attention -= self.q_width + 2 * self.kv_width
+                attention -= self.q_width + self.kv_width + self.v_width
             if self.o_bias:
                 attention -= h
             copies = 2 if self.qk_norm_bias else 1
@@ -419,8 +452,9 @@ class Architecture(BaseModel):
             if self.mlp_kind(index) == "none":
                 mlp = 0
             elif self.is_moe_layer(index):
-                expert = (3 if self.mlp_gated else 2) * h * self.moe_intermediate_size
-                mlp = self.num_experts * expert
+                mlp = self.num_experts * self.routed_expert_params
+                if self.expert_width:
+                    mlp += 2 * h * self.expert_width
                 if self.shared_expert_intermediate_size:
                     mlp += (3 if self.mlp_gated else 2) * h * self.shared_expert_intermediate_size
             else:

@@ -193,7 +193,7 @@ class LayerKind(_Frozen):
 
     kind: str = Field(
         description="attention, sliding_attention, mamba, mamba2, gated_deltanet, "
-        "short_conv, attention+mamba2, or mlp (no token mixer)."
+        "short_conv, lightning, attention+mamba2, or mlp (no token mixer)."
     )
     layers: int
     holds: Holds

@@ -48,6 +48,10 @@ WANTED = {
     "falcon_h1", "nemotron_h", "granitemoehybrid", "qwen3_next", "qwen3_5", "qwen3_5_moe",
     "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4", "llama4_text",
     "gemma3", "gemma3n_text", "mllama", "mistral3",
+    "gemma4", "gemma4_text", "kimi_k25", "mimo_v2_flash", "deepseek_v4",
+    "cwm", "helium", "internlm3", "ministral3", "vaultgemma", "granitemoeshared",
+    "olmoe", "flex_olmo", "exaone_moe", "arcee", "apertus", "bitnet", "afmoe", "cohere2_moe",
+    "dots1", "lfm2_moe", "minimax", "longcat_flash",
 }  # fmt: skip
 
 

@@ -158,3 +158,35 @@ def test_llama4_chunked_layers_keep_only_the_chunk():
     }
     result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=100))
     assert result.breakdown.kv_cache == 18_944
+
+
+# A tiny MiniMax-Text-01-shaped model: softmax attention on layer 0, lightning attention on 1.
+MINIMAX = {
+    "model_type": "minimax",
+    "vocab_size": 1000,
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "layer_types": ["full_attention", "linear_attention"],
+}
+
+
+def test_lightning_attention_keeps_a_fixed_state_and_no_kv():
+    """Lightning layer (modeling_minimax.py ``attn_weights_inter``): 4 heads × 64 × 64 = 16,384
+    elements in the model dtype (bf16, 2 B) = 32,768 B per sequence × batch 2 = 65,536 B.
+    Attention layer: 2 KV heads × (64 + 64) × 2 B = 512 B per token × 1,000 tokens × batch 2 =
+    1,024,000 B. Cache total 1,089,536 B."""
+    result = estimate(
+        EstimateRequest(model=ConfigModel(config=MINIMAX), seq_len=1000, batch_size=2)
+    )
+    kinds = {kind.kind: kind for kind in result.layer_kinds}
+    assert kinds["lightning"].layers == 1
+    assert kinds["lightning"].holds == "recurrent_state"
+    assert kinds["lightning"].cache_bytes == 65_536
+    assert kinds["attention"].cache_bytes == 1_024_000
+    assert result.breakdown.kv_cache == 1_089_536

@@ -40,3 +40,33 @@ def read_cohere(c: ConfigFields) -> Architecture:
         sliding_window=window,
     )
     return Architecture(**fields)
+
+
+@register("cohere2_moe")
+def read_cohere2_moe(c: ConfigFields) -> Architecture:
+    """Command A MoE (``modeling_cohere2_moe.py``): Cohere 2's parallel block with the MLP of the
+    layers ``mlp_layer_types`` marks "sparse" (else from ``first_k_dense_replace`` on) replaced by
+    ``num_experts`` routed experts of ``intermediate_size`` plus ``num_shared_experts`` ×
+    ``intermediate_size`` of shared expert; the dense prefix layers use
+    ``prefix_dense_intermediate_size`` when set."""
+    arch = read_cohere(ConfigFields({**c.raw, "model_type": "cohere2"}))
+    layers = arch.num_layers
+    types = c.raw.get("mlp_layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        moe = tuple(i for i, kind in enumerate(types) if kind == "sparse")
+    else:
+        moe = tuple(range(c.integer("first_k_dense_replace", default=0), layers))
+    inter = c.positive("intermediate_size")
+    shared = c.integer("num_shared_experts", default=0)
+    return arch.model_copy(
+        update={
+            "model_type": "cohere2_moe",
+            "intermediate_size": c.positive("prefix_dense_intermediate_size", default=inter),
+            "num_experts": c.positive("num_experts"),
+            "experts_per_token": c.positive("num_experts_per_tok"),
+            "moe_intermediate_size": inter,
+            "num_shared_experts": shared,
+            "shared_expert_intermediate_size": inter * shared,
+            "moe_layers": moe,
+        }
+    )

@@ -62,12 +62,33 @@ def read_deepseek(c: ConfigFields) -> Architecture:
     return Architecture(**fields)
 
 
+def _indexer_layers(c: ConfigFields, num_layers: int) -> int:
+    """How many layers run their own indexer. GLM-5 (``configuration_glm_moe_dsa.py``) lists
+    ``indexer_types`` ("full" or "shared": reuse the previous full layer's top-k, no indexer
+    weights), else derives them from ``index_topk_pattern`` or ``index_topk_freq`` /
+    ``index_skip_topk_offset``; DeepSeek-V3.2 runs one in every layer."""
+    if c.text("model_type", "") != "glm_moe_dsa":
+        return num_layers
+    types = c.raw.get("indexer_types")
+    if isinstance(types, list) and len(types) == num_layers:
+        return sum(1 for kind in types if kind == "full")
+    pattern = c.raw.get("index_topk_pattern")
+    if isinstance(pattern, str) and len(pattern) == num_layers:
+        return pattern.count("F")
+    if isinstance(pattern, list) and len(pattern) == num_layers:
+        return sum(1 for kind in pattern if kind == "full")
+    freq = max(c.integer("index_topk_freq", default=1), 1)
+    offset = c.integer("index_skip_topk_offset", default=2)
+    return sum(1 for i in range(num_layers) if max(i - offset + 1, 0) % freq == 0)
+
+
 @register("deepseek_v32", "glm_moe_dsa")
 def read_deepseek_sparse(c: ConfigFields) -> Architecture:
     """DeepSeek-V3.2 and GLM-5 (``modeling_deepseek_v32``, ``modeling_glm_moe_dsa``): DeepSeek V3
     plus a lightning indexer per layer for DeepSeek Sparse Attention (wq_b from the query latent,
     wk, a LayerNorm on its keys, and per-head weights)."""
     arch = read_deepseek(c)
+    indexed = _indexer_layers(c, arch.num_layers)
     heads = c.positive("index_n_heads")
     dim = c.positive("index_head_dim")
     q_rank = arch.q_lora_rank or arch.hidden_size
@@ -75,6 +96,6 @@ def read_deepseek_sparse(c: ConfigFields) -> Architecture:
     return arch.model_copy(
         update={
             "moe_layers": moe_layers_from(c, arch.num_layers, 3),
-            "other_params": arch.num_layers * indexer,
+            "other_params": indexed * indexer,
         }
     )

@@ -1,4 +1,5 @@
-"""Gemma 1/2/3 (``modeling_gemma.py``, ``modeling_gemma2.py``, ``modeling_gemma3.py``)."""
+"""Gemma 1/2/3 (``modeling_gemma.py``, ``modeling_gemma2.py``, ``modeling_gemma3.py``), Gemma 3n
+(``modeling_gemma3n.py``) and VaultGemma (``modeling_vaultgemma.py``)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,16 @@ def read_gemma(c: ConfigFields) -> Architecture:
     if model_type in {"gemma3_text", "gemma3"}:
         fields["qk_norm"] = "per_head"
     return Architecture(**fields)
+
+
+@register("vaultgemma")
+def read_vaultgemma(c: ConfigFields) -> Architecture:
+    """VaultGemma: Gemma 2's attention (biases on q/k/v/o with ``attention_bias``, sliding and
+    full layers from ``layer_types``) with only two RMSNorms per layer (``input_layernorm``,
+    ``pre_feedforward_layernorm``), tied embeddings."""
+    arch = read_gemma(c)
+    layer_types, window = layer_types_from(c, arch.num_layers)
+    return arch.model_copy(update={"layer_types": layer_types, "sliding_window": window})
 
 
 # Gemma3TextConfig's defaults (transformers 5.24 configuration_gemma3.py) for the fields that

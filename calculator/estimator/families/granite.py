@@ -1,4 +1,5 @@
-"""IBM Granite (``modeling_granite.py``), Granite MoE (``modeling_granitemoe.py``)."""
+"""IBM Granite (``modeling_granite.py``), Granite MoE (``modeling_granitemoe.py``) and Granite MoE
+with a shared expert (``modeling_granitemoeshared.py``)."""
 
 from __future__ import annotations
 
@@ -27,5 +28,21 @@ def read_granitemoe(c: ConfigFields) -> Architecture:
             "moe_intermediate_size": arch.intermediate_size,
             "moe_layers": tuple(range(arch.num_layers)),
             "mlp_bias": False,
+        }
+    )
+
+
+@register("granitemoeshared")
+def read_granitemoeshared(c: ConfigFields) -> Architecture:
+    """Granite MoE plus, when ``shared_intermediate_size`` > 0, a shared gated MLP in every layer
+    (``GraniteMoeSharedMLP``: input_linear hidden → 2 × shared, output_linear back)."""
+    arch = read_granitemoe(c)
+    shared = c.integer("shared_intermediate_size", default=0)
+    return arch.model_copy(
+        update={
+            "num_shared_experts": 1 if shared else 0,
+            "shared_expert_intermediate_size": shared,
+            "qkv_bias": c.flag("attention_bias", False),
+            "o_bias": c.flag("attention_bias", False),
         }
     )

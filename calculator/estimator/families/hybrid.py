@@ -93,7 +93,9 @@ _NEMOTRON_PATTERN = {"M": "linear_attention", "*": "full_attention", "-": "mlp",
 def read_nemotron_h(c: ConfigFields) -> Architecture:
     """Each layer is one block behind one RMSNorm: a Mamba-2 mixer, attention, a squared-ReLU
     MLP, or a MoE of non-gated experts with a shared expert (``layers_block_type``, or the
-    older ``hybrid_override_pattern`` string: M, *, -, E)."""
+    older ``hybrid_override_pattern`` string: M, *, -, E). With ``moe_latent_size`` (Nemotron 3
+    Super / Ultra) the routed experts work in that latent width, between a down- and an
+    up-projection of the hidden state (``NemotronHMoE`` in ``modeling_nemotron_h.py``)."""
     c.require("hidden_size", "num_attention_heads", "vocab_size")
     raw_types = c.raw.get("layers_block_type") or c.raw.get("layer_types")
     pattern = c.raw.get("hybrid_override_pattern")
@@ -152,6 +154,7 @@ def read_nemotron_h(c: ConfigFields) -> Architecture:
         if experts
         else 0,
         moe_layers=moe if experts else (),
+        expert_width=c.integer("moe_latent_size", default=0) or None if experts else None,
     )
     return Architecture(**fields)
 

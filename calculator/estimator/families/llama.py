@@ -42,6 +42,15 @@ def read_llama_like(c: ConfigFields) -> Architecture:
     return Architecture(**fields)
 
 
+@register("internlm3")
+def read_internlm3(c: ConfigFields) -> Architecture:
+    """InternLM3 (``configuration_internlm3.py``): built as ``LlamaForCausalLM``; the published
+    ``qkv_bias`` / ``bias`` fields are aliases of ``attention_bias`` / ``mlp_bias``."""
+    aliases = {"attention_bias": c.raw.get("qkv_bias"), "mlp_bias": c.raw.get("bias")}
+    raw = {**c.raw, **{k: v for k, v in aliases.items() if v is not None and k not in c.raw}}
+    return read_llama_like(ConfigFields(raw))
+
+
 @register("__generic__")
 def read_generic(c: ConfigFields) -> Architecture:
     """A config no family module knows: Llama's layout, plus routed (and shared) experts when

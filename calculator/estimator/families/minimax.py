@@ -1,10 +1,13 @@
-"""MiniMax-M2 (``modeling_minimax_m2.py``)."""
+"""MiniMax-Text-01 / MiniMax-M1 (``modeling_minimax.py``) and MiniMax-M2
+(``modeling_minimax_m2.py``)."""
 
 from __future__ import annotations
 
 from calculator.estimator.architecture import (
     Architecture,
     ConfigFields,
+    MixerKind,
+    RecurrentState,
 )
 from calculator.estimator.families.llama import read_llama_like
 from calculator.estimator.families.registry import register
@@ -21,5 +24,52 @@ def read_minimax_m2(c: ConfigFields) -> Architecture:
             "experts_per_token": c.positive("num_experts_per_tok"),
             "moe_intermediate_size": arch.intermediate_size,
             "moe_layers": tuple(range(arch.num_layers)),
+        }
+    )
+
+
+def lightning_attention(c: ConfigFields, hidden: int, heads: int, head_dim: int) -> RecurrentState:
+    """Lightning attention (``MiniMaxLightningAttention``; Qin et al. 2024, arXiv:2401.04658):
+    qkv_proj hidden → 3·heads·head_dim, an RMSNorm over heads·head_dim, output_gate hidden →
+    heads·head_dim and out_proj back, all bias-free. Per sequence it keeps a heads × head_dim ×
+    head_dim key-value state in the model dtype (``attn_weights_inter``), no convolution state."""
+    inner = heads * head_dim
+    return RecurrentState(
+        kind="lightning",
+        params=hidden * 3 * inner + inner + hidden * inner + inner * hidden,
+        conv_elements=0,
+        state_elements=heads * head_dim * head_dim,
+        state_fp32=False,
+    )
+
+
+@register("minimax")
+def read_minimax(c: ConfigFields) -> Architecture:
+    """Lightning-attention layers interleaved with softmax-attention layers (``layer_types``:
+    "linear_attention" / "full_attention"; only the latter keep a KV cache), every MLP a MoE of
+    ``num_local_experts`` experts of ``intermediate_size``."""
+    arch = read_llama_like(c)
+    types = c.raw.get("layer_types")
+    layers = arch.num_layers
+    if isinstance(types, list) and len(types) == layers:
+        mixers: tuple[MixerKind, ...] = tuple(
+            "lightning" if "linear" in str(kind) else "attention" for kind in types
+        )
+    else:
+        # MiniMaxConfig's default: full attention on even layers, lightning on odd ones.
+        mixers = tuple("attention" if i % 2 == 0 else "lightning" for i in range(layers))
+    return arch.model_copy(
+        update={
+            "qkv_bias": False,
+            "o_bias": False,
+            "layer_types": (),
+            "mixer_kinds": mixers,
+            "recurrent": (
+                lightning_attention(c, arch.hidden_size, arch.num_attention_heads, arch.head_dim),
+            ),
+            "num_experts": c.positive("num_local_experts"),
+            "experts_per_token": c.positive("num_experts_per_tok"),
+            "moe_intermediate_size": arch.intermediate_size,
+            "moe_layers": tuple(range(layers)),
         }
     )

@@ -1,4 +1,5 @@
-"""Mistral (``modeling_mistral.py``) and Mixtral (``modeling_mixtral.py``)."""
+"""Mistral (``modeling_mistral.py``), Mixtral (``modeling_mixtral.py``) and the Ministral 3
+language model (``modeling_ministral3.py``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ from calculator.estimator.families.registry import register
 def read_mistral(c: ConfigFields) -> Architecture:
     """Llama-shaped; every layer uses the sliding window when the config sets one."""
     return read_llama_like(c)
+
+
+@register("ministral3")
+def read_ministral3(c: ConfigFields) -> Architecture:
+    """Ministral 3's language model (the ``text_config`` of its Mistral 3 checkpoints): Mistral's
+    layer with bias-free projections; a sliding window on every layer when the config sets one."""
+    arch = read_llama_like(c)
+    return arch.model_copy(update={"qkv_bias": False, "o_bias": False, "mlp_bias": False})
 
 
 @register("mixtral")

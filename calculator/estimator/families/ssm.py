@@ -1,5 +1,6 @@
 """State-space and short-convolution families: Mamba (``modeling_mamba.py``), Mamba-2
-(``modeling_mamba2.py``), LFM2 (``modeling_lfm2.py``), and the mixers the hybrids share.
+(``modeling_mamba2.py``), LFM2 (``modeling_lfm2.py``, ``modeling_lfm2_moe.py``), and the mixers
+the hybrids share.
 
 These layers keep no KV cache: transformers' ``LinearAttentionLayer`` (``cache_utils.py``)
 holds, per sequence and layer, a convolution state of ``channels × kernel`` elements in the
@@ -184,3 +185,20 @@ def read_lfm2(c: ConfigFields) -> Architecture:
         recurrent=(conv,),
     )
     return Architecture(**fields)
+
+
+@register("lfm2_moe")
+def read_lfm2_moe(c: ConfigFields) -> Architecture:
+    """LFM2-MoE: LFM2's short-convolution and attention layers; the MLP width is used as given
+    (no auto-adjustment), the first ``num_dense_layers`` layers keep a dense SwiGLU MLP, the rest
+    a MoE of ``num_experts`` routed experts (the expert bias is a buffer, not a parameter)."""
+    arch = read_lfm2(ConfigFields({**c.raw, "block_auto_adjust_ff_dim": False}))
+    first_dense = c.integer("num_dense_layers", default=2)
+    return arch.model_copy(
+        update={
+            "num_experts": c.positive("num_experts"),
+            "experts_per_token": c.positive("num_experts_per_tok"),
+            "moe_intermediate_size": c.positive("moe_intermediate_size"),
+            "moe_layers": tuple(range(first_dense, arch.num_layers)),
+        }
+    )
