@@ -356,7 +356,10 @@ def _smaller_model(
     series = _series(preset.display_name)
     smaller = [c for c in catalogue.family(preset) if c.params_total < preset.params_total]
     # The same line first (Qwen2.5 14B → Qwen2.5 7B), then the rest of the family.
-    smaller.sort(key=lambda c: (_series(c.display_name) != series, -c.params_total))
+    # Among equal sizes the plainest name (Qwen2.5 7B before Qwen2.5 7B Instruct 1M).
+    smaller.sort(
+        key=lambda c: (_series(c.display_name) != series, -c.params_total, len(c.display_name))
+    )
     precisions = ("bf16",) if request.mode == "qlora" else ("int4", "bf16", "int8")
 
     def total(candidate: ModelPreset, precision: str) -> int | None:

@@ -57,7 +57,7 @@ def test_fourteen_b_on_twelve_gb_suggests_a_combination_and_prices_two_bit(clien
     assert "Best combination that fits: INT4 weights + 8-bit KV cache" in body
     assert "large loss: 2-bit weights usually break the model" in body  # the INT2 lever
     assert "arXiv:2404.14047" in body  # the source of the quality statement
-    assert "Or a smaller model of the same family: Qwen2.5 7B" in body
+    assert "Or a smaller model of the same family: Qwen2.5 7B · INT8" in body
 
 
 def test_context_beyond_the_trained_window_is_flagged(client):
