@@ -251,13 +251,12 @@ def _respond(
         if card is None:
             raise HttpError(404, f"No GPU with slug {gpu_slug!r}; see /api/v1/gpus.")
     if card is not None:
-        body["verdict"] = {
-            "gpu": card.slug or None,
-            "gpu_name": str(card.name),
-            "usable_bytes": card.usable_bytes,
-            "fits": result.total_bytes <= card.usable_bytes,
-            "headroom_bytes": card.usable_bytes - result.total_bytes,
-        }
+        body["verdict"] = presenters.verdict_payload(
+            total_bytes=result.total_bytes,
+            gpu_slug=card.slug,
+            gpu_name=str(card.name),
+            usable_bytes=card.usable_bytes,
+        )
     return body
 
 

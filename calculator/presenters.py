@@ -634,6 +634,19 @@ def _yes_no(value: bool) -> str:
     return str(_("yes")) if value else str(_("no"))
 
 
+def verdict_payload(
+    *, total_bytes: int, gpu_slug: str | None, gpu_name: str, usable_bytes: int
+) -> dict[str, object]:
+    """The fit verdict as the JSON export, a saved link's export and the API give it."""
+    return {
+        "gpu": gpu_slug or None,
+        "gpu_name": gpu_name,
+        "usable_bytes": usable_bytes,
+        "fits": total_bytes <= usable_bytes,
+        "headroom_bytes": usable_bytes - total_bytes,
+    }
+
+
 def result_payload(
     result: EstimateResult,
     request: EstimateRequest,

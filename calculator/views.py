@@ -198,7 +198,7 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
         return _more_part(request, form, context)
     if form.is_valid():
         # The advice and the long GPU list come in a second request after the result (htmx).
-        context.update(_calculate(form, catalogue_for(request), defer_more=partial))
+        context.update(_calculate(form, catalogue_for(request), part="first" if partial else "all"))
     link = permalink_for(query, store_config=request.method == "POST" and "result" in context)
     context["query"] = link
     if request.method == "POST":
@@ -304,13 +304,15 @@ def _more_part(
     """What fits on this GPU (levers, advice) and which GPUs hold the job: the part of the
     result that the page loads after the rest."""
     if form.is_valid():
-        context.update(_calculate(form, catalogue_for(request), defer_more=False))
+        context.update(_calculate(form, catalogue_for(request), part="more"))
     return render(request, "calculator/_result.html#more", context)
 
 
 def _calculate(
-    form: CalculatorForm, catalogue: CatalogueSnapshot, *, defer_more: bool = False
+    form: CalculatorForm, catalogue: CatalogueSnapshot, *, part: str = "all"
 ) -> dict[str, Any]:
+    """The result for a valid form: ``part`` is "first" (the breakdown and verdict; the rest
+    is loaded after), "more" (only the advice and the GPU list) or "all"."""
     model, context = _resolve_model(form, catalogue)
     if model is None:
         return context
@@ -327,20 +329,15 @@ def _calculate(
         if vram
         else catalogue.gpu(form.cleaned_data.get("gpu") or "", DEFAULTS["gpu"])
     )
-    context["gpu"] = gpu
-    context.update(
-        request_obj=estimate_request,
-        result=result,
-        arch=arch,
-        **_result_context(estimate_request, result, gpu, arch),
-    )
-    if defer_more:
+    context.update(gpu=gpu, request_obj=estimate_request, result=result, arch=arch)
+    if part != "more":
+        context.update(_result_context(estimate_request, result, gpu, arch))
+    if part == "first":
         context["more_deferred"] = True
         return context
     context.update(_advice_context(estimate_request, result, gpu, arch, catalogue.gpus))
     preset = context.get("preset")
-    verdict = context.get("verdict")
-    if preset is not None and gpu is not None and verdict is not None and not verdict.fits:
+    if preset is not None and gpu is not None and result.total_bytes > gpu.usable_bytes:
         context["smaller_model"] = _smaller_model(
             catalogue, preset, estimate_request, gpu.usable_bytes
         )
@@ -490,13 +487,12 @@ def _export(request: HttpRequest, export: str, context: dict[str, Any]) -> HttpR
         )
         payload["permalink"] = link
         if verdict is not None and gpu is not None:
-            payload["verdict"] = {
-                "gpu": gpu.slug or None,
-                "gpu_name": str(gpu.name),
-                "usable_bytes": gpu.usable_bytes,
-                "fits": verdict.fits,
-                "headroom_bytes": gpu.usable_bytes - result.total_bytes,
-            }
+            payload["verdict"] = presenters.verdict_payload(
+                total_bytes=result.total_bytes,
+                gpu_slug=gpu.slug,
+                gpu_name=str(gpu.name),
+                usable_bytes=gpu.usable_bytes,
+            )
         response: HttpResponse = JsonResponse(payload)
         response["Content-Disposition"] = 'attachment; filename="vram-estimate.json"'
         return response
@@ -616,13 +612,12 @@ def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
             )
             payload.update(permalink=link, saved_at=snapshot.created_at.isoformat())
             if verdict is not None:
-                payload["verdict"] = {
-                    "gpu": None,
-                    "gpu_name": snapshot.gpu_name,
-                    "usable_bytes": snapshot.gpu_usable_bytes,
-                    "fits": verdict.fits,
-                    "headroom_bytes": (snapshot.gpu_usable_bytes or 0) - result.total_bytes,
-                }
+                payload["verdict"] = presenters.verdict_payload(
+                    total_bytes=result.total_bytes,
+                    gpu_slug=None,
+                    gpu_name=snapshot.gpu_name,
+                    usable_bytes=snapshot.gpu_usable_bytes or 0,
+                )
             response: HttpResponse = JsonResponse(payload)
             response["Content-Disposition"] = 'attachment; filename="vram-estimate.json"'
             return response
