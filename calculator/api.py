@@ -13,10 +13,10 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError, ValidationError
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from calculator import presenters
+from calculator.calculation import Calculation, Card, own_card
 from calculator.estimator import (
     ConfigError,
     ConfigModel,
@@ -25,7 +25,7 @@ from calculator.estimator import (
     EstimateResult,
 )
 from calculator.estimator.schemas import model_kind
-from calculator.forms import CalculatorForm
+from calculator.forms import DEFAULTS, CalculatorForm
 from calculator.hub import HubError, hub_preset, stored_weight_bytes
 from calculator.models import GpuSpec, ModelPreset, PresetOrigin
 from calculator.selectors import gpu_list, preset_resolve
@@ -80,8 +80,16 @@ class ApiEstimateRequest(EstimateRequest):
         Discriminator(_api_model_kind),
     ]
     gpu: str | None = Field(
-        default=None, max_length=100, description="A GPU slug from /gpus for a fit verdict."
+        default=None,
+        max_length=100,
+        description="A GPU slug from /gpus for a fit verdict (and, for the vllm runtime, the "
+        "card whose memory vLLM divides).",
     )
+
+    @model_validator(mode="after")
+    def _vllm_knows_gpu_memory(self) -> ApiEstimateRequest:
+        # Here the GPU may also come from ``gpu``; checked once the card is looked up.
+        return self
 
 
 class Verdict(Schema):
@@ -123,6 +131,11 @@ class ApiEstimateResponse(EstimateResult):
     verdict: Verdict | None = None
     hub: HubOut | None = Field(
         default=None, description="For a model imported from the Hugging Face Hub."
+    )
+    commands: dict[str, str] = Field(
+        default_factory=dict,
+        description="Runtime llama_cpp or vllm: the command lines (llama-server, an Ollama "
+        "Modelfile, vllm serve) that run the model with the estimated settings.",
     )
 
 
@@ -193,9 +206,26 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     )
 
 
-def _resolve(payload: ApiEstimateRequest) -> tuple[EstimateRequest, ModelPreset | None]:
+def _card(gpu_slug: str | None, vram_gb: float | None = None) -> Card | None:
+    if vram_gb:
+        return own_card(vram_gb)
+    if not gpu_slug:
+        return None
+    card = GpuSpec.objects.filter(slug=gpu_slug, active=True).first()
+    if card is None:
+        raise HttpError(404, f"No GPU with slug {gpu_slug!r}; see /api/v1/gpus.")
+    return card
+
+
+def _resolve(
+    payload: ApiEstimateRequest, card: Card | None
+) -> tuple[EstimateRequest, ModelPreset | None]:
     preset = None
     fields = payload.model_dump(exclude={"gpu", "model"})
+    if payload.runtime == "vllm" and card is not None:
+        settings = fields.get("vllm") or {}
+        if settings.get("gpu_memory_bytes") is None:
+            fields["vllm"] = {**settings, "gpu_memory_bytes": card.usable_bytes}
     if isinstance(payload.model, HubModel):
         preset = hub_preset(
             text=payload.model.hub, catalogue=lambda text: preset_resolve(text=text).preset
@@ -215,48 +245,11 @@ def _resolve(payload: ApiEstimateRequest) -> tuple[EstimateRequest, ModelPreset 
 
 
 def _respond(
-    request: EstimateRequest,
-    preset: ModelPreset | None,
-    gpu_slug: str | None,
-    *,
-    vram_gb: float | None = None,
+    request: EstimateRequest, preset: ModelPreset | None, card: Card | None
 ) -> dict[str, Any]:
-    from calculator.estimator import resolve_architecture
-    from calculator.views import own_card
-
-    result = presenters.cached_estimate(request)
-    arch = resolve_architecture(request.model)
-    if preset is not None:
-        name = preset.display_name
-    elif isinstance(request.model, ConfigModel):
-        name = f"Pasted config ({arch.model_type})"
-    else:
-        name = "Custom model"
-    body: dict[str, Any] = presenters.result_payload(
-        result,
-        request,
-        model_name=name,
-        preset_slug=preset.slug if preset else None,
-        hf_repo=preset.hf_repo if preset else None,
-        model_type=arch.model_type,
-    )
+    body = Calculation(request, gpu=card, preset=preset).payload()
     body["preset"] = preset.slug if preset else None
-    body["verdict"] = None
     body["hub"] = _hub_summary(preset) if preset and preset.origin == PresetOrigin.HUB else None
-    card: Any = None
-    if vram_gb:
-        card = own_card(vram_gb)
-    elif gpu_slug:
-        card = GpuSpec.objects.filter(slug=gpu_slug, active=True).first()
-        if card is None:
-            raise HttpError(404, f"No GPU with slug {gpu_slug!r}; see /api/v1/gpus.")
-    if card is not None:
-        body["verdict"] = presenters.verdict_payload(
-            total_bytes=result.total_bytes,
-            gpu_slug=card.slug,
-            gpu_name=str(card.name),
-            usable_bytes=card.usable_bytes,
-        )
     return body
 
 
@@ -301,8 +294,9 @@ ESTIMATE_RESPONSES = {
 @api.post("/estimate", response=ESTIMATE_RESPONSES, summary="Estimate memory for a request")
 def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
     try:
-        estimate_request, preset = _resolve(payload)
-        return _respond(estimate_request, preset, payload.gpu)
+        card = _card(payload.gpu)
+        estimate_request, preset = _resolve(payload, card)
+        return _respond(estimate_request, preset, card)
     except HubError as error:
         return _hub_error(error, "model.hub")
     except HttpError as error:
@@ -357,6 +351,21 @@ class PermalinkQuery(Schema):
     )
     cfg: str | None = Field(default=None, description="The id of a config pasted on the page.")
     images: str | None = Field(default=None, description="Images per request (VLMs).")
+    runtime: str | None = Field(default=None, description="transformers, llama_cpp or vllm.")
+    gguf: str | None = Field(default=None, description="llama.cpp: GGUF file type (Q4_K_M, …).")
+    ctk: str | None = Field(default=None, description="llama.cpp: K cache type (-ctk).")
+    ctv: str | None = Field(default=None, description="llama.cpp: V cache type (-ctv).")
+    fa: str | None = Field(default=None, description="llama.cpp: flash attention, on or off.")
+    ngl: str | None = Field(default=None, description="llama.cpp: GPU layers (-ngl); empty: all.")
+    ubatch: str | None = Field(default=None, description="llama.cpp: micro-batch (-ub).")
+    nbatch: str | None = Field(default=None, description="llama.cpp: logical batch (-b).")
+    util: str | None = Field(default=None, description="vLLM: --gpu-memory-utilization.")
+    max_seqs: str | None = Field(default=None, description="vLLM: --max-num-seqs.")
+    batched: str | None = Field(default=None, description="vLLM: --max-num-batched-tokens.")
+    quant: str | None = Field(default=None, description="vLLM: --quantization.")
+    vkv: str | None = Field(default=None, description="vLLM: --kv-cache-dtype.")
+    eager: str | None = Field(default=None, description="vLLM: --enforce-eager ('on').")
+    block: str | None = Field(default=None, description="vLLM: --block-size.")
 
 
 @api.get(
@@ -378,13 +387,16 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
     if resolved.model is None:
         return _errors(404, [("model", f"No preset matches {form.cleaned_data['model']!r}.")])
     try:
-        estimate_request = form.estimate_request(resolved.model)
         gpu_slug = form.cleaned_data.get("gpu") or None
         if gpu_slug and not GpuSpec.objects.filter(slug=gpu_slug, active=True).exists():
             gpu_slug = None
-        return _respond(
-            estimate_request, resolved.preset, gpu_slug, vram_gb=form.cleaned_data.get("vram")
+        card = _card(gpu_slug, form.cleaned_data.get("vram"))
+        if card is None and form.cleaned_data.get("runtime") == "vllm":
+            card = _card(DEFAULTS["gpu"])  # as the page does
+        estimate_request = form.estimate_request(
+            resolved.model, gpu_memory_bytes=card.usable_bytes if card else None
         )
+        return _respond(estimate_request, resolved.preset, card)
     except ConfigError as error:
         return _errors(422, [("model", str(error))])
     except PydanticValidationError as error:

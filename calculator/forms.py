@@ -12,6 +12,12 @@ from pydantic import ValidationError as PydanticValidationError
 
 from calculator.estimator import ConfigError, EstimateRequest
 from calculator.estimator.lora import ALL_LINEAR
+from calculator.estimator.runtimes.llama_cpp import (
+    GGUF_TYPES,
+    LM_STUDIO_DEFAULTS,
+    OLLAMA_DEFAULTS,
+    LlamaCppOptions,
+)
 
 MODE_CHOICES = [
     ("inference", _("Inference")),
@@ -66,6 +72,52 @@ ZERO_CHOICES = [
     ("3", _("ZeRO-3 / FSDP full shard: + weights")),
 ]
 
+RUNTIME_CHOICES = [
+    ("transformers", _("Hugging Face transformers")),
+    ("llama_cpp", _("llama.cpp / Ollama / LM Studio (GGUF)")),
+    ("vllm", _("vLLM (serving)")),
+]
+# The GGUF file types the issue asks for, most precise first (llama.cpp's own names).
+GGUF_CHOICES = [(name, name) for name in GGUF_TYPES]
+CACHE_TYPE_CHOICES = [(name, name) for name in ("f16", "bf16", "f32", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")]  # fmt: skip
+ON_OFF_CHOICES = [("on", _("on")), ("off", _("off"))]
+VLLM_QUANT_CHOICES = [
+    ("", _("As the checkpoint says")),
+    ("none", _("None (BF16/FP16)")),
+    ("fp8", "FP8"),
+    ("int8", _("INT8 (W8A8)")),
+    ("awq", "AWQ"),
+    ("gptq", "GPTQ"),
+    ("bitsandbytes", _("bitsandbytes (4-bit)")),
+    ("mxfp4", "MXFP4"),
+]
+VLLM_KV_CHOICES = [("auto", _("auto (model dtype)")), ("fp8", "FP8"), ("fp8_e5m2", "FP8 E5M2")]
+# llama-server's defaults (common/common.h); what "llama.cpp defaults" restores.
+LLAMA_SERVER = LlamaCppOptions()
+
+
+def _llama_cpp_query(options: LlamaCppOptions) -> dict[str, str]:
+    """The page's fields for a set of llama.cpp options (-np slots of -c / -np tokens)."""
+    return {
+        "runtime": "llama_cpp",
+        "batch": str(options.n_parallel),
+        "seq": str(max(options.n_ctx // options.n_parallel, 1)),
+        "fa": "on" if options.flash_attention else "off",
+        "nbatch": str(options.n_batch),
+        "ubatch": str(options.n_ubatch),
+        "ctk": options.cache_type_k,
+        "ctv": options.cache_type_v,
+        "ngl": "",
+    }
+
+
+# One-click defaults of the programs that embed llama.cpp.
+RUNTIME_PRESETS = [
+    ("llama-server", _llama_cpp_query(LLAMA_SERVER)),
+    ("Ollama", _llama_cpp_query(OLLAMA_DEFAULTS)),
+    ("LM Studio", _llama_cpp_query(LM_STUDIO_DEFAULTS)),
+]
+
 DEFAULT_MODEL = "Llama 3.1 8B"
 MAX_CONFIG_CHARS = 200_000
 
@@ -86,13 +138,27 @@ DEFAULTS: dict[str, Any] = {
     "zero": "0",
     "tp": 1,
     "gpu": "rtx-4090-24gb",
+    "runtime": "transformers",
+    "gguf": LLAMA_SERVER.gguf_type,
+    "ctk": LLAMA_SERVER.cache_type_k,
+    "ctv": LLAMA_SERVER.cache_type_v,
+    "fa": "on" if LLAMA_SERVER.flash_attention else "off",
+    "ubatch": LLAMA_SERVER.n_ubatch,
+    "nbatch": LLAMA_SERVER.n_batch,
+    "util": 0.9,
+    "vkv": "auto",
+    "block": 16,
 }
 PERMALINK_KEYS = (
     "source", "model", "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter",
     "vocab", "experts", "active_experts", "mode", "precision", "mixed", "kv", "optimizer",
     "batch", "seq", "ckpt", "attn", "lora_rank", "lora_targets", "gpus", "zero", "tp", "gpu",
-    "vram", "cfg", "images",
+    "vram", "cfg", "images", "runtime", "gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch",
+    "util", "max_seqs", "batched", "quant", "vkv", "eager", "block",
 )  # fmt: skip
+# Fields that only one runtime reads (the page shows them when that runtime is chosen).
+LLAMA_CPP_FIELDS = ("gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch")
+VLLM_FIELDS = ("util", "max_seqs", "batched", "quant", "vkv", "eager", "block")
 
 
 def _int(
@@ -180,6 +246,31 @@ class CalculatorForm(forms.Form):
     tp = _int(_("Tensor parallel"), 1, 65_536)
     gpu = forms.CharField(label=_("GPU"), max_length=100, required=False)
     vram = _float(_("…or my card's memory (GB)"), 1, 100_000)
+    runtime = forms.ChoiceField(label=_("Runtime"), choices=RUNTIME_CHOICES, required=False)
+    gguf = forms.ChoiceField(label=_("GGUF file type"), choices=GGUF_CHOICES, required=False)
+    ctk = forms.ChoiceField(label=_("K cache type"), choices=CACHE_TYPE_CHOICES, required=False)
+    ctv = forms.ChoiceField(label=_("V cache type"), choices=CACHE_TYPE_CHOICES, required=False)
+    fa = forms.ChoiceField(label=_("Flash attention"), choices=ON_OFF_CHOICES, required=False)
+    ngl = _int(_("GPU layers (-ngl)"), 0, 10_000, required=False)
+    ubatch = _int(_("Micro-batch (-ub)"), 1, 1_000_000, required=False)
+    nbatch = _int(_("Logical batch (-b)"), 1, 1_000_000, required=False)
+    util = forms.FloatField(
+        label=_("GPU memory utilization"),
+        min_value=0.05,
+        max_value=1.0,
+        required=False,
+        error_messages={
+            "invalid": _("Enter a number."),
+            "min_value": _("Must be at least %(limit_value)s."),
+            "max_value": _("Must be at most %(limit_value)s."),
+        },
+    )
+    max_seqs = _int(_("Max concurrent sequences"), 1, 100_000, required=False)
+    batched = _int(_("Max batched tokens"), 1, 10_000_000, required=False)
+    quant = forms.ChoiceField(label=_("Quantization"), choices=VLLM_QUANT_CHOICES, required=False)
+    vkv = forms.ChoiceField(label=_("KV-cache dtype"), choices=VLLM_KV_CHOICES, required=False)
+    eager = forms.BooleanField(label=_("Eager mode (no CUDA graphs)"), required=False)
+    block = _int(_("Block size (tokens)"), 1, 1024, required=False)
 
     HELP: dict[str, Any] = {
         "mode": _(
@@ -228,6 +319,41 @@ class CalculatorForm(forms.Form):
         "images": _(
             "Vision-language models only: images in each sequence; each adds the model's image tokens (counted for a 1024 × 1024 image). Default 1."
         ),
+        "runtime": _(
+            "What runs the model. Each allocates memory its own way: transformers for one request; llama.cpp preallocates the whole context and can leave layers on the CPU; vLLM takes a share of the card and fills it with KV cache."
+        ),
+        "gguf": _(
+            "The quantization of the GGUF file you download (the name in the file, e.g. Q4_K_M). _M/_S/_L mixes keep some tensors at higher precision."
+        ),
+        "ctk": _("-ctk: the type of the K cache; q8_0 halves it, q4_0 quarters it."),
+        "ctv": _("-ctv: the type of the V cache; a quantized V cache needs flash attention."),
+        "fa": _(
+            "-fa: flash attention avoids the attention-score buffer, whose size grows with the context."
+        ),
+        "ngl": _(
+            "-ngl: how many layers go to the GPU (the output layer counts as one); empty means all. The rest stays in system RAM and runs on the CPU."
+        ),
+        "ubatch": _(
+            "-ub: tokens per physical batch; the compute buffer grows with it. Default 512."
+        ),
+        "nbatch": _("-b: tokens per logical batch. Default 2048."),
+        "util": _(
+            "--gpu-memory-utilization: the share of the card vLLM takes at start; what the weights leave becomes KV cache. Default 0.9."
+        ),
+        "max_seqs": _(
+            "--max-num-seqs: requests served at once; empty is vLLM's default (256, or 1024 on cards with 70 GB or more)."
+        ),
+        "batched": _(
+            "--max-num-batched-tokens: tokens per scheduler step, which sizes the start-up profiling run; empty is vLLM's default."
+        ),
+        "quant": _(
+            "--quantization: how the checkpoint's weights are stored; empty reads the checkpoint's quantization_config."
+        ),
+        "vkv": _("--kv-cache-dtype: FP8 halves the KV cache and doubles the tokens it holds."),
+        "eager": _(
+            "--enforce-eager: no CUDA graphs, which saves their memory (about 0.5 GiB) at some speed."
+        ),
+        "block": _("--block-size: tokens per KV-cache block. Default 16."),
         "vram": _(
             # xgettext:no-python-format
             "Any card not in the list: its memory as marketed. Counts 98.5% of it as usable, as the driver reports for most cards."
@@ -274,6 +400,18 @@ class CalculatorForm(forms.Form):
                         self.add_error("config", _("A config.json is a JSON object ({…})."))
                     else:
                         cleaned["config_dict"] = parsed
+        cleaned["runtime"] = cleaned.get("runtime") or "transformers"
+        if cleaned["runtime"] != "transformers" and cleaned.get("mode") not in (None, "inference"):
+            self.add_error(
+                "runtime",
+                _(
+                    "llama.cpp and vLLM serve models (inference); choose Hugging Face transformers for training."
+                ),
+            )
+        if cleaned["runtime"] == "llama_cpp" and (cleaned.get("gpus") or 1) > 1:
+            self.add_error(
+                "gpus", _("The llama.cpp estimate covers one GPU; set the number of GPUs to 1.")
+            )
         gpus, tp = cleaned.get("gpus"), cleaned.get("tp")
         if gpus and tp and gpus % tp:
             self.add_error("tp", _("Tensor parallel must divide the number of GPUs."))
@@ -296,8 +434,11 @@ class CalculatorForm(forms.Form):
             )
         return cleaned
 
-    def estimate_request(self, model: dict[str, Any] | BaseModel) -> EstimateRequest:
-        """The estimator's request for the cleaned form and a resolved model description."""
+    def estimate_request(
+        self, model: dict[str, Any] | BaseModel, *, gpu_memory_bytes: int | None = None
+    ) -> EstimateRequest:
+        """The estimator's request for the cleaned form and a resolved model description;
+        ``gpu_memory_bytes`` (the chosen card's) is what vLLM sizes its pool from."""
         c = self.cleaned_data
         mode = c["mode"]
         training = mode != "inference"
@@ -321,8 +462,43 @@ class CalculatorForm(forms.Form):
             "zero_stage": int(c["zero"]) if training else 0,
             "tensor_parallel": c["tp"],
             "images_per_request": c.get("images"),
+            "runtime": c.get("runtime") or "transformers",
         }
+        if payload["runtime"] == "llama_cpp":
+            payload["llama_cpp"] = self._llama_cpp_options()
+        elif payload["runtime"] == "vllm":
+            payload["vllm"] = self._vllm_settings(gpu_memory_bytes)
         return EstimateRequest.model_validate(payload)
+
+    def _llama_cpp_options(self) -> dict[str, Any]:
+        """llama-server options: -c holds ``batch`` slots (-np) of ``seq`` tokens each."""
+        c = self.cleaned_data
+        return {
+            "gguf_type": c.get("gguf") or DEFAULTS["gguf"],
+            "n_ctx": c["seq"] * c["batch"],
+            "n_parallel": c["batch"],
+            "n_ubatch": c.get("ubatch") or DEFAULTS["ubatch"],
+            "n_batch": c.get("nbatch") or DEFAULTS["nbatch"],
+            "flash_attention": (c.get("fa") or DEFAULTS["fa"]) == "on",
+            "cache_type_k": c.get("ctk") or DEFAULTS["ctk"],
+            "cache_type_v": c.get("ctv") or DEFAULTS["ctv"],
+            "n_gpu_layers": c.get("ngl"),
+        }
+
+    def _vllm_settings(self, gpu_memory_bytes: int | None) -> dict[str, Any]:
+        """vllm serve options: the context length is --max-model-len."""
+        c = self.cleaned_data
+        return {
+            "gpu_memory_bytes": gpu_memory_bytes,
+            "gpu_memory_utilization": c.get("util") or DEFAULTS["util"],
+            "max_model_len": c["seq"],
+            "max_num_seqs": c.get("max_seqs"),
+            "max_num_batched_tokens": c.get("batched"),
+            "quantization": c.get("quant") or None,
+            "kv_cache_dtype": c.get("vkv") or "auto",
+            "enforce_eager": bool(c.get("eager")),
+            "block_size": c.get("block") or DEFAULTS["block"],
+        }
 
 
 def custom_model_payload(cleaned: dict[str, Any]) -> dict[str, Any]:
@@ -355,6 +531,14 @@ FIELD_FOR_ERROR = {
     "tensor_parallel": "tp",
     "batch_size": "batch",
     "seq_len": "seq",
+    "runtime": "runtime",
+    "n_gpu_layers": "ngl",
+    "n_ubatch": "ubatch",
+    "n_batch": "nbatch",
+    "gpu_memory_utilization": "util",
+    "max_num_seqs": "max_seqs",
+    "max_num_batched_tokens": "batched",
+    "block_size": "block",
 }
 
 

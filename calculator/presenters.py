@@ -635,14 +635,21 @@ def _yes_no(value: bool) -> str:
 
 
 def verdict_payload(
-    *, total_bytes: int, gpu_slug: str | None, gpu_name: str, usable_bytes: int
+    *,
+    total_bytes: int,
+    gpu_slug: str | None,
+    gpu_name: str,
+    usable_bytes: int,
+    fits: bool | None = None,
 ) -> dict[str, object]:
-    """The fit verdict as the JSON export, a saved link's export and the API give it."""
+    """The fit verdict as the JSON export, a saved link's export and the API give it; ``fits``
+    overrides the memory comparison where the runtime has its own condition (vLLM starts only
+    when one max-model-len request fits in its pool)."""
     return {
         "gpu": gpu_slug or None,
         "gpu_name": gpu_name,
         "usable_bytes": usable_bytes,
-        "fits": total_bytes <= usable_bytes,
+        "fits": total_bytes <= usable_bytes if fits is None else fits,
         "headroom_bytes": usable_bytes - total_bytes,
     }
 

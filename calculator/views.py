@@ -17,7 +17,6 @@ from django.http import (
     QueryDict,
 )
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.formats import number_format
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
@@ -28,7 +27,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from calculator import forms as forms_module
 from calculator import presenters, ratelimit, reverse
-from calculator.estimator import ConfigError, ConfigModel, EstimateResult, resolve_architecture
+from calculator.calculation import Calculation, Card, own_card
+from calculator.estimator import ConfigError, ConfigModel, EstimateResult
 from calculator.forms import (
     DEFAULTS,
     FITS_MODE_CHOICES,
@@ -61,6 +61,15 @@ CUSTOM_FIELDS = (
     "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter", "vocab", "experts",
     "active_experts",
 )  # fmt: skip
+
+
+# What the form template needs besides the form: field groups and the runtime presets.
+FORM_CONTEXT: dict[str, Any] = {
+    "custom_fields": CUSTOM_FIELDS,
+    "llama_cpp_fields": forms_module.LLAMA_CPP_FIELDS,
+    "vllm_fields": forms_module.VLLM_FIELDS,
+    "runtime_presets": forms_module.RUNTIME_PRESETS,
+}
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -190,7 +199,7 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     context: dict[str, Any] = {
         "form": form,
         "gpus": catalogue_for(request).gpus,
-        "custom_fields": CUSTOM_FIELDS,
+        **FORM_CONTEXT,
     }
     partial = bool(request.htmx and not request.htmx.history_restore_request)
     if query.get("part") == "more":
@@ -273,31 +282,6 @@ def _resolve_model(
     return resolved.model, extra
 
 
-@dataclass(frozen=True)
-class OwnCard:
-    """A card described only by its memory ("my card has 12 GB"), checked like a catalogue GPU."""
-
-    gb: float
-    name: str
-    usable_bytes: int
-    nominal_bytes: int
-    slug: str = ""
-
-    @property
-    def display_label(self) -> str:
-        return self.name
-
-
-def own_card(gb: float) -> OwnCard:
-    return OwnCard(
-        gb=gb,
-        name=_("your %(gb)s GB card")
-        % {"gb": number_format(gb, 0 if gb == int(gb) else 1, use_l10n=True)},
-        usable_bytes=reverse.tier_usable_bytes(gb),
-        nominal_bytes=int(gb * (1 << 30)),
-    )
-
-
 def _more_part(
     request: HtmxHttpRequest, form: CalculatorForm, context: dict[str, Any]
 ) -> HttpResponse:
@@ -316,196 +300,50 @@ def _calculate(
     model, context = _resolve_model(form, catalogue)
     if model is None:
         return context
-    try:
-        estimate_request = form.estimate_request(model)
-        result = presenters.cached_estimate(estimate_request)
-        arch = resolve_architecture(estimate_request.model)
-    except (ConfigError, PydanticValidationError) as error:
-        attach_estimator_error(form, error)
-        return context
     vram = form.cleaned_data.get("vram")
-    gpu: GpuSpec | OwnCard | None = (
+    gpu: Card | None = (
         own_card(vram)
         if vram
         else catalogue.gpu(form.cleaned_data.get("gpu") or "", DEFAULTS["gpu"])
     )
-    context.update(gpu=gpu, request_obj=estimate_request, result=result, arch=arch)
+    try:
+        estimate_request = form.estimate_request(
+            model, gpu_memory_bytes=gpu.usable_bytes if gpu else None
+        )
+        calculation = Calculation(
+            estimate_request, catalogue=catalogue, gpu=gpu, preset=context.get("preset")
+        )
+    except (ConfigError, PydanticValidationError) as error:
+        attach_estimator_error(form, error)
+        return context
+    context.update(
+        calculation=calculation,
+        gpu=gpu,
+        request_obj=calculation.request,
+        result=calculation.result,
+        arch=calculation.arch,
+    )
     if part != "more":
-        context.update(_result_context(estimate_request, result, gpu, arch))
+        context.update(calculation.first_view())
     if part == "first":
         context["more_deferred"] = True
         return context
-    context.update(_advice_context(estimate_request, result, gpu, arch, catalogue.gpus))
-    preset = context.get("preset")
-    if preset is not None and gpu is not None and result.total_bytes > gpu.usable_bytes:
-        context["smaller_model"] = _smaller_model(
-            catalogue, preset, estimate_request, gpu.usable_bytes
-        )
+    context.update(calculation.advice())
     return context
-
-
-def _smaller_model(
-    catalogue: CatalogueSnapshot, preset: ModelPreset, request: Any, usable_bytes: int
-) -> dict[str, Any] | None:
-    """The largest smaller model of the same family that fits at 16, 8 or 4 bits."""
-    if request.mode not in {"inference", "lora", "qlora"}:
-        return None
-    series = _series(preset.display_name)
-    smaller = [c for c in catalogue.family(preset) if c.params_total < preset.params_total]
-    # The same line first (Qwen2.5 14B → Qwen2.5 7B), then the rest of the family.
-    # Among equal sizes the plainest name (Qwen2.5 7B before Qwen2.5 7B Instruct 1M).
-    smaller.sort(
-        key=lambda c: (_series(c.display_name) != series, -c.params_total, len(c.display_name))
-    )
-    precisions = ("bf16",) if request.mode == "qlora" else ("int4", "bf16", "int8")
-
-    def total(candidate: ModelPreset, precision: str) -> int | None:
-        try:
-            changed = presenters.with_changes(request, precision=precision)
-        except ValueError:
-            return None
-        changed = changed.model_copy(update={"model": catalogue.description(candidate)})
-        return presenters.cached_estimate(changed).total_bytes
-
-    for candidate in smaller[:6]:
-        # The most compact format first: when even it does not fit, the candidate is out.
-        compact = total(candidate, precisions[0])
-        if compact is None or compact > usable_bytes:
-            continue
-        best, best_total = precisions[0], compact
-        for precision in precisions[1:]:
-            value = total(candidate, precision)
-            if value is not None and value <= usable_bytes:
-                best, best_total = precision, value
-                break
-        return {
-            "preset": candidate,
-            "precision": best,
-            "total_bytes": best_total,
-            "quality": presenters.PRECISION_QUALITY[best],
-        }
-    return None
-
-
-def _series(display_name: str) -> str:
-    """A model's line without its size: 'Qwen2.5 Coder 7B Instruct' → 'Qwen2.5 Coder'."""
-    words = display_name.split()
-    for index, word in enumerate(words):
-        if any(ch.isdigit() for ch in word) and word[-1:].lower() in {"b", "m"} and index:
-            return " ".join(words[:index])
-    return display_name
-
-
-def _result_context(
-    estimate_request: Any,
-    result: EstimateResult,
-    gpu: GpuSpec | OwnCard | None,
-    arch: Any,
-) -> dict[str, Any]:
-    """What the first view shows: the breakdown, the verdict, the chart."""
-    rows = presenters.breakdown_rows(result, estimate_request, arch)
-    context: dict[str, Any] = {"rows": rows, "gpu": gpu}
-    max_context = arch.max_position_embeddings if arch else None
-    context["context_beyond"] = presenters.context_warning(estimate_request.seq_len, max_context)
-    scale = result.total_bytes
-    if gpu is not None:
-        scale = max(scale, gpu.usable_bytes)
-        context["verdict"] = presenters.verdict(
-            result.total_bytes, gpu.usable_bytes, gpu.nominal_bytes
-        )
-        context["capacity_x"] = 1000.0 * gpu.usable_bytes / scale
-    context["segments"] = presenters.chart_segments(rows, scale)
-    return context
-
-
-def _advice_context(
-    estimate_request: Any,
-    result: EstimateResult,
-    gpu: GpuSpec | OwnCard | None,
-    arch: Any,
-    gpus: list[GpuSpec],
-) -> dict[str, Any]:
-    """What fits on this GPU (the levers and, when it does not fit, the best combination) and
-    which catalogue GPUs hold the job: searches over the estimator."""
-    context: dict[str, Any] = {}
-    max_context = arch.max_position_embeddings if arch else None
-    if gpu is not None:
-        usable = gpu.usable_bytes
-        precision = presenters.highest_fitting_precision(estimate_request, usable)
-        context["levers"] = {
-            "seq": presenters.largest_fitting(
-                estimate_request, "seq_len", usable, max_context or 1 << 22
-            ),
-            "batch": presenters.largest_fitting(estimate_request, "batch_size", usable, 1 << 16),
-            "precision": precision,
-            "precision_quality": presenters.PRECISION_QUALITY.get(precision or ""),
-        }
-        if result.total_bytes > usable:
-            context["levers"]["combination"] = presenters.best_combination(
-                estimate_request, usable, max_context
-            )
-        if estimate_request.mode != "inference" and not estimate_request.gradient_checkpointing:
-            checkpointed = presenters.cached_estimate(
-                presenters.with_changes(estimate_request, gradient_checkpointing=True)
-            )
-            context["levers"]["checkpointing_bytes"] = checkpointed.total_bytes
-    totals = presenters.sharded_totals(estimate_request)
-    context["fits"] = presenters.gpu_fits(gpus, totals)
-    return context
-
-
-def model_name(context: dict[str, Any]) -> str:
-    """What the result was computed for, as the page names it."""
-    preset = context.get("preset")
-    if preset is not None:
-        return str(preset.display_name)
-    arch = context.get("arch")
-    request_obj = context.get("request_obj")
-    if request_obj is not None and isinstance(request_obj.model, ConfigModel):
-        return _("Pasted config (%(type)s)") % {"type": arch.model_type if arch else "?"}
-    return _("Custom model")
 
 
 def _export(request: HttpRequest, export: str, context: dict[str, Any]) -> HttpResponse:
     """The result as JSON (the estimator's schema, the model, the inputs and the verdict) or as
     a Markdown summary, both naming the model and echoing every input."""
-    result: EstimateResult = context["result"]
-    verdict = context.get("verdict")
-    gpu = context.get("gpu")
-    preset = context.get("preset")
-    estimate_request = context["request_obj"]
+    calculation: Calculation = context["calculation"]
     link = request.build_absolute_uri(request.path) + "?" + context["query"].urlencode()
-    name = model_name(context)
     if export == "json":
-        payload = presenters.result_payload(
-            result,
-            estimate_request,
-            model_name=name,
-            preset_slug=preset.slug if preset else None,
-            hf_repo=preset.hf_repo if preset else None,
-            model_type=context["arch"].model_type,
-        )
-        payload["permalink"] = link
-        if verdict is not None and gpu is not None:
-            payload["verdict"] = presenters.verdict_payload(
-                total_bytes=result.total_bytes,
-                gpu_slug=gpu.slug,
-                gpu_name=str(gpu.name),
-                usable_bytes=gpu.usable_bytes,
-            )
-        response: HttpResponse = JsonResponse(payload)
+        response: HttpResponse = JsonResponse(calculation.payload(permalink=link))
         response["Content-Disposition"] = 'attachment; filename="vram-estimate.json"'
         return response
-    text = presenters.markdown(
-        result,
-        presenters.breakdown_rows(result),
-        title=name,
-        gpu_name=str(gpu.name) if gpu else None,
-        verdict=verdict,
-        link=link,
-        inputs=presenters.inputs_summary(estimate_request, gpu_name=None),
+    return HttpResponse(
+        calculation.markdown(link=link), content_type="text/markdown; charset=utf-8"
     )
-    return HttpResponse(text, content_type="text/markdown; charset=utf-8")
 
 
 def client_address(request: HttpRequest) -> str:
@@ -542,7 +380,7 @@ def save_result(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {
         "form": form,
         "gpus": catalogue_for(request).gpus,
-        "custom_fields": CUSTOM_FIELDS,
+        **FORM_CONTEXT,
     }
     if form.is_valid():
         context.update(_calculate(form, catalogue_for(request)))

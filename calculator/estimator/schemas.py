@@ -16,11 +16,15 @@ from pydantic import (
     model_validator,
 )
 
+from calculator.estimator.runtimes.llama_cpp import LlamaCppOptions, LlamaCppResult
+from calculator.estimator.runtimes.vllm import KvCacheDtype, Quantization, VllmResult
+
 Mode = Literal["inference", "full_finetune", "lora", "qlora", "pretrain"]
 Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "int2"]
 KvPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 Optimizer = Literal["adamw", "adamw_8bit", "sgd", "sgd_momentum", "adafactor", "lion"]
 Attention = Literal["flash", "eager"]
+Runtime = Literal["transformers", "llama_cpp", "vllm"]
 LoraTarget = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 TRAINING_MODES: frozenset[str] = frozenset({"full_finetune", "pretrain", "lora", "qlora"})
@@ -115,6 +119,31 @@ ModelSpec = Annotated[
 ]
 
 
+class VllmSettings(_Frozen):
+    """``vllm serve`` options (defaults are vLLM's own; ``None`` lets vLLM choose for the GPU and
+    model). Tensor parallelism is the request's ``tensor_parallel``."""
+
+    gpu_memory_bytes: int | None = Field(
+        default=None,
+        gt=0,
+        description="Total memory CUDA reports for one GPU; the page and the API fill it from the "
+        "chosen catalogue GPU. Required in a bare estimator request.",
+    )
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    max_model_len: int | None = Field(
+        default=None, ge=1, le=MAX_SEQ_LEN, description="Default: the model's context window."
+    )
+    max_num_seqs: int | None = Field(default=None, ge=1, le=100_000)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
+    kv_cache_dtype: KvCacheDtype = "auto"
+    quantization: Quantization | None = Field(
+        default=None,
+        description="Default: what the checkpoint's quantization_config says, else none.",
+    )
+    enforce_eager: bool = False
+    block_size: int = Field(default=16, ge=1, le=1024)
+
+
 class EstimateRequest(_Frozen):
     model: ModelSpec
     mode: Mode = "inference"
@@ -142,6 +171,19 @@ class EstimateRequest(_Frozen):
         description="Images in each sequence for a vision-language model (default 1); their "
         "tokens are added to seq_len. Ignored for text-only models.",
     )
+    runtime: Runtime = Field(
+        default="transformers",
+        description="transformers: one Hugging Face prefill (precision, seq_len, batch_size "
+        "apply). llama_cpp: llama.cpp / Ollama / LM Studio with a GGUF file (the `llama_cpp` "
+        "options apply). vllm: vLLM's start-up budget and KV-cache pool (the `vllm` options "
+        "apply). Inference only.",
+    )
+    llama_cpp: LlamaCppOptions | None = Field(
+        default=None,
+        description="llama.cpp options; default: llama-server's defaults with n_ctx = seq_len × "
+        "batch_size and n_parallel = batch_size.",
+    )
+    vllm: VllmSettings | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> EstimateRequest:
@@ -156,6 +198,20 @@ class EstimateRequest(_Frozen):
             raise ValueError("mixed precision autocasts to fp16 or bf16; choose one of them")
         if self.mode == "inference" and self.zero_stage:
             raise ValueError("ZeRO sharding applies to training; use tensor_parallel for inference")
+        if self.runtime != "transformers" and self.mode != "inference":
+            raise ValueError(
+                f"the {self.runtime} runtime serves inference only; choose mode inference"
+            )
+        if self.runtime == "llama_cpp" and self.num_gpus > 1:
+            raise ValueError("the llama_cpp estimate covers one GPU; set num_gpus to 1")
+        return self
+
+    @model_validator(mode="after")
+    def _vllm_knows_gpu_memory(self) -> EstimateRequest:
+        if self.runtime == "vllm" and (self.vllm is None or self.vllm.gpu_memory_bytes is None):
+            raise ValueError(
+                "the vllm runtime needs vllm.gpu_memory_bytes (the GPU's total memory)"
+            )
         return self
 
 
@@ -230,4 +286,16 @@ class EstimateResult(_Frozen):
     )
     image_tokens: int = Field(
         default=0, description="Tokens the request's images add to each sequence (VLMs)."
+    )
+    runtime: Runtime = "transformers"
+    host_bytes: int = Field(
+        default=0,
+        description="CPU RAM the run needs besides the GPU (llama.cpp: layers and buffers kept on "
+        "the host).",
+    )
+    llama_cpp: LlamaCppResult | None = Field(
+        default=None, description="The buffers llama.cpp prints at load (runtime llama_cpp)."
+    )
+    vllm: VllmResult | None = Field(
+        default=None, description="vLLM's start-up memory accounting (runtime vllm)."
     )

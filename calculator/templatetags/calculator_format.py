@@ -96,6 +96,12 @@ def query_with(query: QueryDict, **changes: Any) -> str:
     return updated.urlencode()
 
 
+@register.simple_tag
+def query_merge(query: QueryDict, changes: dict[str, Any]) -> str:
+    """The current query string with a set of values replaced (one-click runtime defaults)."""
+    return query_with(query, **changes)
+
+
 @register.filter
 def assumption_text(assumption: Any) -> str:
     """The estimator's English template, translated, with its values filled in (numbers in the
@@ -130,6 +136,7 @@ PHASES = {
     "backward (start)": _("start of the backward pass"),
     "backward (end)": _("end of the backward pass"),
     "optimizer step": _("optimizer step"),
+    "load": _("start-up, where the runtime allocates its buffers"),
 }
 
 

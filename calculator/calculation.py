@@ -1,0 +1,514 @@
+"""One calculation: an estimate request, the model and the card it is checked against.
+
+The page, the API, the exports and the CLI all read a ``Calculation``, so each runtime's numbers
+(the breakdown, the verdict, the levers, the runtime's own buffers, the command that reproduces
+them) are assembled once and every surface shows the same figures. Views keep only HTTP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from calculator import presenters, reverse
+from calculator.estimator import (
+    Architecture,
+    ConfigModel,
+    EstimateRequest,
+    EstimateResult,
+    resolve_architecture,
+)
+from calculator.estimator.core import llama_cpp_options, vllm_options
+from calculator.estimator.runtimes import (
+    commands,
+    concurrency_at,
+    estimate_vllm,
+    longest_context_full_offload,
+    longest_max_model_len,
+    most_gpu_layers_that_fit,
+)
+from calculator.models import GpuSpec, ModelPreset
+from calculator.selectors import CatalogueSnapshot
+
+# Contexts at which the page lists vLLM's concurrency (up to the model's window).
+CONCURRENCY_CONTEXTS = (2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072, 262_144, 1_048_576)
+TENSOR_PARALLEL_STEPS = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class OwnCard:
+    """A card described only by its memory ("my card has 12 GB"), checked like a catalogue GPU."""
+
+    gb: float
+    name: str
+    usable_bytes: int
+    nominal_bytes: int
+    slug: str = ""
+
+    @property
+    def display_label(self) -> str:
+        return self.name
+
+
+def own_card(gb: float) -> OwnCard:
+    return OwnCard(
+        gb=gb,
+        name=_("your %(gb)s GB card")
+        % {"gb": number_format(gb, 0 if gb == int(gb) else 1, use_l10n=True)},
+        usable_bytes=reverse.tier_usable_bytes(gb),
+        nominal_bytes=int(gb * (1 << 30)),
+    )
+
+
+Card = GpuSpec | OwnCard
+
+
+@dataclass(frozen=True)
+class RuntimeBuffer:
+    """One line the runtime prints at start-up, with our figure for it."""
+
+    log_name: str
+    gpu_bytes: int | None
+    host_bytes: int | None
+    explanation: Any
+    value: str = ""  # a count rather than bytes (tokens, concurrency)
+
+
+@dataclass(frozen=True)
+class ReadyCommand:
+    """A command line (or file) that reproduces the estimated settings."""
+
+    key: str
+    label: Any
+    text: str
+
+
+class Calculation:
+    """The numbers of one request on one card, as every surface shows them."""
+
+    def __init__(
+        self,
+        request: EstimateRequest,
+        *,
+        catalogue: CatalogueSnapshot | None = None,
+        gpu: Card | None = None,
+        preset: ModelPreset | None = None,
+    ) -> None:
+        self.request = with_gpu_memory(request, gpu)
+        self.catalogue = catalogue
+        self.gpu = gpu
+        self.preset = preset
+        self.result: EstimateResult = presenters.cached_estimate(self.request)
+        self.arch: Architecture = resolve_architecture(self.request.model)
+
+    # --- naming -------------------------------------------------------------------------
+    @property
+    def model_name(self) -> str:
+        if self.preset is not None:
+            return str(self.preset.display_name)
+        if isinstance(self.request.model, ConfigModel):
+            return _("Pasted config (%(type)s)") % {"type": self.arch.model_type}
+        return _("Custom model")
+
+    @property
+    def runtime(self) -> str:
+        return self.request.runtime
+
+    # --- the first view: breakdown, verdict, chart -------------------------------------
+    @cached_property
+    def rows(self) -> list[presenters.Row]:
+        return presenters.breakdown_rows(self.result, self.request, self.arch)
+
+    @cached_property
+    def verdict(self) -> presenters.Verdict | None:
+        if self.gpu is None:
+            return None
+        verdict = presenters.verdict(
+            self.result.total_bytes, self.gpu.usable_bytes, self.gpu.nominal_bytes
+        )
+        started = self.result.vllm
+        if started is not None and not started.fits and verdict.fits:
+            # vLLM refuses to start when one max_model_len request does not fit in the pool.
+            block_bytes = started.kv_bytes_per_token * self.request_vllm_block_size
+            missing = max(started.blocks_per_request - started.num_gpu_blocks, 1) * block_bytes
+            verdict = presenters.Verdict(
+                False,
+                verdict.usable_gib,
+                verdict.nominal_gib,
+                verdict.headroom_percent,
+                presenters.gib(missing),
+                verdict.usable_bytes,
+                missing,
+            )
+        return verdict
+
+    @property
+    def request_vllm_block_size(self) -> int:
+        return self.request.vllm.block_size if self.request.vllm else 16
+
+    @cached_property
+    def context_beyond(self) -> int | None:
+        return presenters.context_warning(self.context_tokens, self.arch.max_position_embeddings)
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens one sequence holds under the chosen runtime."""
+        if self.result.vllm is not None:
+            return self.result.vllm.max_model_len
+        return self.request.seq_len
+
+    def first_view(self) -> dict[str, Any]:
+        """What the page shows at once: the breakdown, the verdict, the chart, the runtime's
+        own buffers and the command that reproduces them."""
+        scale = self.result.total_bytes
+        context: dict[str, Any] = {
+            "rows": self.rows,
+            "gpu": self.gpu,
+            "context_beyond": self.context_beyond,
+            "runtime_buffers": self.runtime_buffers,
+            "ready_commands": self.ready_commands,
+        }
+        if self.gpu is not None:
+            scale = max(scale, self.gpu.usable_bytes)
+            context["verdict"] = self.verdict
+            context["capacity_x"] = 1000.0 * self.gpu.usable_bytes / scale
+        context["segments"] = presenters.chart_segments(self.rows, scale)
+        return context
+
+    # --- the runtime's own accounting ----------------------------------------------------
+    @cached_property
+    def runtime_buffers(self) -> list[RuntimeBuffer]:
+        loaded, started = self.result.llama_cpp, self.result.vllm
+        if loaded is not None:
+            return [
+                RuntimeBuffer(
+                    "model buffer size",
+                    loaded.model_buffer.gpu,
+                    loaded.model_buffer.host,
+                    gettext_lazy(
+                        "The GGUF tensors of the layers on each device; the token-embedding table always stays in system RAM."
+                    ),
+                ),
+                RuntimeBuffer(
+                    "KV buffer size",
+                    loaded.kv_buffer.gpu,
+                    loaded.kv_buffer.host,
+                    gettext_lazy(
+                        "K and V for the whole -c context, allocated at load, on the device of each layer."
+                    ),
+                ),
+                RuntimeBuffer(
+                    "compute buffer size",
+                    loaded.compute_buffer.gpu,
+                    loaded.compute_buffer.host,
+                    gettext_lazy(
+                        "The working memory of the largest graph: one micro-batch (-ub) against the full context."
+                    ),
+                ),
+                RuntimeBuffer(
+                    "output buffer size",
+                    None,
+                    loaded.output_buffer_bytes,
+                    gettext_lazy("FP32 logits over the vocabulary, one row per slot."),
+                ),
+            ]
+        if started is not None:
+            return [
+                RuntimeBuffer(
+                    "Model loading took",
+                    started.weights,
+                    None,
+                    gettext_lazy("The weights on each GPU, as vLLM loads them."),
+                ),
+                RuntimeBuffer(
+                    "torch peak memory increase",
+                    started.activation_peak,
+                    None,
+                    gettext_lazy(
+                        "The profiling run at max-num-batched-tokens, sampler included: the most a step can need."
+                    ),
+                ),
+                RuntimeBuffer(
+                    "non-torch forward increase memory",
+                    started.non_torch,
+                    None,
+                    gettext_lazy(
+                        "cuBLAS workspaces and NCCL buffers, outside PyTorch's allocator."
+                    ),
+                ),
+                RuntimeBuffer(
+                    "Available KV cache memory",
+                    started.kv_cache,
+                    None,
+                    gettext_lazy(
+                        "What the utilization share leaves after weights, profiling peak and non-torch memory."
+                    ),
+                ),
+                RuntimeBuffer(
+                    "GPU KV cache size",
+                    None,
+                    None,
+                    gettext_lazy("The pool in tokens: blocks × block size."),
+                    value=number_format(
+                        started.kv_cache_tokens, use_l10n=True, force_grouping=True
+                    ),
+                ),
+                RuntimeBuffer(
+                    "Maximum concurrency",
+                    None,
+                    None,
+                    gettext_lazy("Requests of max-model-len tokens the pool holds at once."),
+                    value=number_format(started.max_concurrency, 2, use_l10n=True) + "×",
+                ),
+            ]
+        return []
+
+    @cached_property
+    def ready_commands(self) -> list[ReadyCommand]:
+        """The command line that runs the model with the settings estimated here."""
+        if self.runtime == "transformers":
+            return []
+        model_ref = (self.preset.hf_repo if self.preset else "") or "<model>"
+        if self.runtime == "llama_cpp":
+            options = llama_cpp_options(self.request)
+            gguf_ref = f"{model_ref}:{options.gguf_type}" if self.preset else "<model.gguf>"
+            return [
+                ReadyCommand(
+                    "llama_server", "llama-server", commands.llama_server_command(gguf_ref, options)
+                ),
+                ReadyCommand(
+                    "ollama_modelfile",
+                    gettext_lazy("Ollama Modelfile"),
+                    commands.ollama_modelfile(gguf_ref, options),
+                ),
+            ]
+        return [
+            ReadyCommand(
+                "vllm_serve",
+                "vllm serve",
+                commands.vllm_serve_command(
+                    model_ref, vllm_options(self.request), self.request.tensor_parallel
+                ),
+            )
+        ]
+
+    # --- the part loaded after: levers, advice, the GPU list --------------------------
+    def advice(self) -> dict[str, Any]:
+        if self.runtime == "llama_cpp":
+            return self._llama_cpp_advice()
+        if self.runtime == "vllm":
+            return self._vllm_advice()
+        return self._transformers_advice()
+
+    def _transformers_advice(self) -> dict[str, Any]:
+        request, result, gpu = self.request, self.result, self.gpu
+        context: dict[str, Any] = {}
+        max_context = self.arch.max_position_embeddings
+        if gpu is not None:
+            usable = gpu.usable_bytes
+            precision = presenters.highest_fitting_precision(request, usable)
+            context["levers"] = {
+                "seq": presenters.largest_fitting(
+                    request, "seq_len", usable, max_context or 1 << 22
+                ),
+                "batch": presenters.largest_fitting(request, "batch_size", usable, 1 << 16),
+                "precision": precision,
+                "precision_quality": presenters.PRECISION_QUALITY.get(precision or ""),
+            }
+            if result.total_bytes > usable:
+                context["levers"]["combination"] = presenters.best_combination(
+                    request, usable, max_context
+                )
+            if request.mode != "inference" and not request.gradient_checkpointing:
+                checkpointed = presenters.cached_estimate(
+                    presenters.with_changes(request, gradient_checkpointing=True)
+                )
+                context["levers"]["checkpointing_bytes"] = checkpointed.total_bytes
+            if self.preset is not None and result.total_bytes > usable:
+                context["smaller_model"] = self.smaller_model(usable)
+        if self.catalogue is not None:
+            totals = presenters.sharded_totals(request)
+            context["fits"] = presenters.gpu_fits(self.catalogue.gpus, totals)
+        return context
+
+    def _llama_cpp_advice(self) -> dict[str, Any]:
+        options = llama_cpp_options(self.request)
+        context: dict[str, Any] = {}
+        if self.gpu is not None:
+            # The runtime's buffers must fit beside the CUDA context.
+            room = max(self.gpu.usable_bytes - self.result.breakdown.cuda_context, 0)
+            layers = most_gpu_layers_that_fit(self.arch, options, room)
+            longest = longest_context_full_offload(self.arch, options, room)
+            context["llama_levers"] = {
+                "gpu_layers": layers,
+                "all_layers": self.arch.num_layers + 1,
+                "n_ctx": longest,
+                "seq": longest // options.n_parallel if longest else 0,
+                "host_bytes": self.result.host_bytes,
+            }
+        if self.catalogue is not None:
+            context["fits"] = presenters.gpu_fits(
+                self.catalogue.gpus, {1: self._full_offload_total()}
+            )
+        return context
+
+    def _full_offload_total(self) -> int:
+        if self.request.llama_cpp is None or self.request.llama_cpp.n_gpu_layers is None:
+            return self.result.total_bytes
+        changed = self.request.model_copy(
+            update={"llama_cpp": self.request.llama_cpp.model_copy(update={"n_gpu_layers": None})}
+        )
+        return presenters.cached_estimate(changed).total_bytes
+
+    def _vllm_advice(self) -> dict[str, Any]:
+        options = vllm_options(self.request)
+        window = self.arch.max_position_embeddings or 1 << 20
+        context: dict[str, Any] = {
+            "vllm_levers": {
+                "longest": longest_max_model_len(self.arch, options),
+                "concurrency": [
+                    (tokens, concurrency_at(self.arch, options, tokens))
+                    for tokens in CONCURRENCY_CONTEXTS
+                    if tokens <= window
+                ],
+            }
+        }
+        if self.catalogue is not None:
+            context["fits"] = self._vllm_gpu_fits()
+        return context
+
+    def _vllm_gpu_fits(self) -> list[presenters.GpuGroup]:
+        """Catalogue GPUs by the tensor-parallel size at which vLLM starts with this model."""
+        assert self.catalogue is not None
+        options = vllm_options(self.request)
+        groups: dict[int | None, list[GpuSpec]] = {}
+        per_gpu: dict[int, int] = {}
+        for gpu in self.catalogue.gpus:
+            needed = None
+            for tp in TENSOR_PARALLEL_STEPS:
+                trial = options.model_copy(
+                    update={"gpu_memory_bytes": gpu.usable_bytes, "tensor_parallel": tp}
+                )
+                started = estimate_vllm(self.arch, trial)
+                if started.fits:
+                    needed = tp
+                    per_gpu.setdefault(tp, started.weights)
+                    break
+            groups.setdefault(needed, []).append(gpu)
+        ordered = sorted(groups.items(), key=lambda item: item[0] or 10**6)
+        return [
+            presenters.GpuGroup(
+                count,
+                per_gpu.get(count) if count else None,
+                sorted(members, key=lambda gpu: (float(gpu.memory_gb), gpu.name)),
+            )
+            for count, members in ordered
+        ]
+
+    def smaller_model(self, usable_bytes: int) -> dict[str, Any] | None:
+        """The largest smaller model of the same family that fits at 16, 8 or 4 bits."""
+        request, preset, catalogue = self.request, self.preset, self.catalogue
+        if preset is None or catalogue is None:
+            return None
+        if request.mode not in {"inference", "lora", "qlora"}:
+            return None
+        series = _series(preset.display_name)
+        smaller = [c for c in catalogue.family(preset) if c.params_total < preset.params_total]
+        # The same line first (Qwen2.5 14B → Qwen2.5 7B), then the rest of the family.
+        # Among equal sizes the plainest name (Qwen2.5 7B before Qwen2.5 7B Instruct 1M).
+        smaller.sort(
+            key=lambda c: (_series(c.display_name) != series, -c.params_total, len(c.display_name))
+        )
+        precisions = ("bf16",) if request.mode == "qlora" else ("int4", "bf16", "int8")
+
+        def total(candidate: ModelPreset, precision: str) -> int | None:
+            try:
+                changed = presenters.with_changes(request, precision=precision)
+            except ValueError:
+                return None
+            changed = changed.model_copy(update={"model": catalogue.description(candidate)})
+            return presenters.cached_estimate(changed).total_bytes
+
+        for candidate in smaller[:6]:
+            # The most compact format first: when even it does not fit, the candidate is out.
+            compact = total(candidate, precisions[0])
+            if compact is None or compact > usable_bytes:
+                continue
+            best, best_total = precisions[0], compact
+            for precision in precisions[1:]:
+                value = total(candidate, precision)
+                if value is not None and value <= usable_bytes:
+                    best, best_total = precision, value
+                    break
+            return {
+                "preset": candidate,
+                "precision": best,
+                "total_bytes": best_total,
+                "quality": presenters.PRECISION_QUALITY[best],
+            }
+        return None
+
+    # --- exports ------------------------------------------------------------------------
+    def payload(self, *, permalink: str | None = None) -> dict[str, Any]:
+        """The result as the JSON export and the API give it."""
+        preset = self.preset
+        body = presenters.result_payload(
+            self.result,
+            self.request,
+            model_name=self.model_name,
+            preset_slug=preset.slug if preset else None,
+            hf_repo=preset.hf_repo if preset else None,
+            model_type=self.arch.model_type,
+        )
+        if permalink is not None:
+            body["permalink"] = permalink
+        body["verdict"] = None
+        if self.gpu is not None and self.verdict is not None:
+            body["verdict"] = presenters.verdict_payload(
+                total_bytes=self.result.total_bytes,
+                gpu_slug=self.gpu.slug,
+                gpu_name=str(self.gpu.name),
+                usable_bytes=self.gpu.usable_bytes,
+                fits=self.verdict.fits,
+            )
+        body["commands"] = {command.key: command.text for command in self.ready_commands}
+        return body
+
+    def markdown(self, *, link: str) -> str:
+        return presenters.markdown(
+            self.result,
+            presenters.breakdown_rows(self.result),
+            title=self.model_name,
+            gpu_name=str(self.gpu.name) if self.gpu else None,
+            verdict=self.verdict,
+            link=link,
+            inputs=presenters.inputs_summary(self.request, gpu_name=None),
+        )
+
+
+def with_gpu_memory(request: EstimateRequest, gpu: Card | None) -> EstimateRequest:
+    """vLLM sizes its pool from the card's total memory: fill it from the chosen card when the
+    request does not give it."""
+    if request.runtime != "vllm" or gpu is None:
+        return request
+    settings = request.vllm
+    if settings is not None and settings.gpu_memory_bytes is not None:
+        return request
+    from calculator.estimator.schemas import VllmSettings
+
+    filled = (settings or VllmSettings()).model_copy(update={"gpu_memory_bytes": gpu.usable_bytes})
+    return request.model_copy(update={"vllm": filled})
+
+
+def _series(display_name: str) -> str:
+    """A model's line without its size: 'Qwen2.5 Coder 7B Instruct' → 'Qwen2.5 Coder'."""
+    words = display_name.split()
+    for index, word in enumerate(words):
+        if any(ch.isdigit() for ch in word) and word[-1:].lower() in {"b", "m"} and index:
+            return " ".join(words[:index])
+    return display_name
