@@ -400,15 +400,15 @@ class CalculatorForm(forms.Form):
                         self.add_error("config", _("A config.json is a JSON object ({…})."))
                     else:
                         cleaned["config_dict"] = parsed
-        cleaned["runtime"] = cleaned.get("runtime") or "transformers"
-        if cleaned["runtime"] != "transformers" and cleaned.get("mode") not in (None, "inference"):
+        runtime = cleaned["runtime"] = cleaned.get("runtime") or "transformers"
+        if runtime != "transformers" and cleaned.get("mode") not in (None, "inference"):
             self.add_error(
                 "runtime",
                 _(
                     "llama.cpp and vLLM serve models (inference); choose Hugging Face transformers for training."
                 ),
             )
-        if cleaned["runtime"] == "llama_cpp" and (cleaned.get("gpus") or 1) > 1:
+        if runtime == "llama_cpp" and (cleaned.get("gpus") or 1) > 1:
             self.add_error(
                 "gpus", _("The llama.cpp estimate covers one GPU; set the number of GPUs to 1.")
             )
