@@ -183,6 +183,9 @@ LM_STUDIO_DEFAULTS = LlamaCppOptions(n_ctx=4096, n_parallel=1, flash_attention=F
 class DeviceBytes(_Frozen):
     """One llama.cpp buffer split by where it lives."""
 
+    # Read back from its own JSON (saved results, API responses), computed fields included.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
     gpu: int = Field(ge=0)
     host: int = Field(ge=0)
 
@@ -193,6 +196,9 @@ class DeviceBytes(_Frozen):
 
 
 class LlamaCppResult(_Frozen):
+    # Read back from its own JSON (saved results, API responses), computed fields included.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
     gguf_type: str
     gguf_file_bytes: int = Field(description="Tensor data, as `print_info: file size` counts it.")
     bits_per_weight: float

@@ -80,6 +80,9 @@ class VllmOptions(_Frozen):
 
 
 class VllmResult(_Frozen):
+    # Read back from its own JSON (saved results, API responses), computed fields included.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int

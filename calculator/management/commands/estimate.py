@@ -1,7 +1,11 @@
-"""``manage.py estimate --json FILE``: run the estimator on request JSON, print results as JSON.
+"""``manage.py estimate --json FILE [--gpu SLUG | --vram GB]``: the calculation for request JSON.
 
+Prints what the API and the page's JSON export give (calculator/calculation.py): the estimator's
+result, the model, the inputs, the runtime's buffers and commands, and with a GPU its verdict.
 A request's ``model`` may be ``{"hub": "org/name"}`` (or a Hub URL): the repository's
-config.json is used, looked up as the page and the API do (calculator/hub.py).
+config.json is used, looked up as the page and the API do (calculator/hub.py). With the ``vllm``
+runtime the GPU's memory comes from ``--gpu``/``--vram`` unless the request gives
+``vllm.gpu_memory_bytes``.
 """
 
 from __future__ import annotations
@@ -14,13 +18,32 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from pydantic import TypeAdapter, ValidationError
 
-from calculator.estimator import ConfigError, EstimateRequest, estimate
+from calculator.calculation import Calculation, Card, own_card
+from calculator.estimator import ConfigError, EstimateRequest
 from calculator.hub import HubError, hub_preset
+from calculator.models import GpuSpec
 from calculator.selectors import preset_resolve
 
 _REQUESTS: TypeAdapter[EstimateRequest | list[EstimateRequest]] = TypeAdapter(
     EstimateRequest | list[EstimateRequest]
 )
+
+
+def _with_gpu_memory(text: str, card: Card | None) -> str:
+    """vLLM requests without ``vllm.gpu_memory_bytes`` get the chosen card's memory."""
+    if card is None:
+        return text
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    for request in data if isinstance(data, list) else [data]:
+        if isinstance(request, dict) and request.get("runtime") == "vllm":
+            settings = request.get("vllm")
+            settings = settings if isinstance(settings, dict) else {}
+            settings.setdefault("gpu_memory_bytes", card.usable_bytes)
+            request["vllm"] = settings
+    return json.dumps(data)
 
 
 def _with_hub_configs(text: str) -> str:
@@ -50,6 +73,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--json", dest="path", required=True, help="File with the request(s); '-' for stdin."
         )
+        card = parser.add_mutually_exclusive_group()
+        card.add_argument("--gpu", help="A GPU slug (see /api/v1/gpus) for a fit verdict.")
+        card.add_argument("--vram", type=float, help="Your card's memory in GB, as marketed.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: str = options["path"]
@@ -57,14 +83,23 @@ class Command(BaseCommand):
             text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
         except OSError as error:
             raise CommandError(f"Cannot read {path}: {error}", returncode=2) from error
+        card: Card | None = None
+        if options.get("vram"):
+            if not 1 <= options["vram"] <= 100_000:
+                raise CommandError("--vram must be between 1 and 100000 GB.", returncode=2)
+            card = own_card(options["vram"])
+        elif options.get("gpu"):
+            card = GpuSpec.objects.filter(slug=options["gpu"], active=True).first()
+            if card is None:
+                raise CommandError(f"No GPU with slug {options['gpu']!r}.", returncode=2)
         try:
-            text = _with_hub_configs(text)
+            text = _with_gpu_memory(_with_hub_configs(text), card)
         except HubError as error:
             raise CommandError(error.message, returncode=2) from error
         try:
             parsed = _REQUESTS.validate_json(text)
             requests = parsed if isinstance(parsed, list) else [parsed]
-            results = [estimate(request).model_dump(mode="json") for request in requests]
+            results = [Calculation(request, gpu=card).payload() for request in requests]
         except ValidationError as error:
             self.stderr.write(error.json(indent=2, include_url=False))
             raise CommandError("Invalid request; see the errors above.", returncode=2) from error

@@ -1,0 +1,187 @@
+"""The runtime choice (issue 13) on every surface: page, permalink, JSON export, API and CLI.
+
+Expected figures come from published start-up logs (validation/published/*_logs.json, each with its
+source link) or from hand calculations written out here from published configs:
+Qwen2.5 14B (Qwen/Qwen2.5-14B config.json: 48 layers, 8 KV heads of 128) and Llama 3.1 8B
+(meta-llama/Llama-3.1-8B config.json: 32 layers, 8 KV heads of 128, 131,072-token window).
+"""
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from django.core.cache import cache
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Rendered responses are cached; these tests read the context of a fresh render."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+def text(response) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode()))
+
+
+def published(runtime: str, log_id: str) -> dict:
+    logs = json.loads((ROOT / f"validation/published/{runtime}_logs.json").read_text())["logs"]
+    return next(log for log in logs if log["id"] == log_id)
+
+
+# ollama/ollama#9091: Qwen2.5 14B Q4_K_M, 4 slots of 2,048 tokens, no flash attention, all 49 layers.
+QWEN14_OLLAMA = (
+    "/?model=Qwen2.5+14B&runtime=llama_cpp&gguf=Q4_K_M&seq=2048&batch=4&fa=off"
+    "&nbatch=2048&ubatch=512&gpu=rtx-4090-24gb"
+)
+
+
+def test_llama_cpp_page_shows_the_buffers_the_log_printed(client):
+    log = published("llama_cpp", "ollama-9091-qwen2.5-14b")
+    response = client.get(QWEN14_OLLAMA)
+    assert response.status_code == 200
+    result = response.context["result"]
+    assert result.runtime == "llama_cpp"
+    model_gpu_mib = result.llama_cpp.model_buffer.gpu / MIB
+    assert model_gpu_mib == pytest.approx(log["compare"]["model_buffer_gpu_mib"], rel=0.05)
+    # KV: 48 layers × (K + V) × 8,192 cells × 8 heads × 128 × 2 bytes (f16) = 1,536 MiB, as printed.
+    assert 48 * 2 * 8192 * 8 * 128 * 2 == 1536 * MIB == log["compare"]["kv_buffer_mib"] * MIB
+    assert result.llama_cpp.kv_buffer.gpu == 1536 * MIB
+    assert result.breakdown.kv_cache == 1536 * MIB
+    page = text(response)
+    assert "What llama.cpp will print at load" in page
+    assert "KV buffer size 1.50" in page
+    assert "llama-server" in page  # the command that reproduces the settings
+
+
+def test_partial_offload_moves_layers_and_their_bytes_to_system_ram(client):
+    full = client.get(QWEN14_OLLAMA).context["result"]
+    partial = client.get(QWEN14_OLLAMA + "&ngl=20").context["result"]
+    assert partial.llama_cpp.gpu_layers == 20
+    # What leaves the GPU arrives on the host (model and KV of the 29 layers left behind).
+    moved = full.llama_cpp.model_buffer.gpu - partial.llama_cpp.model_buffer.gpu
+    assert partial.llama_cpp.model_buffer.host - full.llama_cpp.model_buffer.host == moved
+    assert partial.llama_cpp.kv_buffer.host == 29 * 2 * 8192 * 8 * 128 * 2
+    response = client.get(QWEN14_OLLAMA + "&ngl=20")
+    assert "System RAM:" in text(response)
+    assert "20 of 49 layers on the GPU" in text(response)
+
+
+def test_llama_cpp_levers_offer_the_most_layers_that_fit(client):
+    # Llama 3.1 70B at Q4_K_M is about 40 GiB: it cannot sit whole on a 24 GB card.
+    query = "/?model=Llama+3.1+70B&runtime=llama_cpp&gguf=Q4_K_M&seq=4096&batch=1&gpu=rtx-4090-24gb"
+    more = client.get(query)  # a full page carries the levers (htmx loads them after)
+    levers = more.context["llama_levers"]
+    assert 0 < levers["gpu_layers"] < 81
+    assert levers["n_ctx"] == 0
+    usable = more.context["gpu"].usable_bytes
+    fits = client.get(query + f"&ngl={levers['gpu_layers']}").context["result"]
+    over = client.get(query + f"&ngl={levers['gpu_layers'] + 1}").context["result"]
+    assert fits.total_bytes <= usable < over.total_bytes
+
+
+def test_vllm_page_reads_the_pool_and_the_concurrency(client):
+    # vllm-project/vllm#10517: Llama 3.1 8B on an RTX 3090, max_model_len 20,000.
+    log = published("vllm", "vllm-10517-llama3.1-8b-3090-20k")
+    response = client.get(
+        "/?model=Llama+3.1+8B&runtime=vllm&seq=20000&batched=20000&max_seqs=256&gpu=rtx-3090-24gb"
+    )
+    assert response.status_code == 200
+    started = response.context["result"].vllm
+    assert started.weights / GIB == pytest.approx(log["compare"]["weights_gib"], rel=0.03)
+    assert started.kv_cache_tokens == pytest.approx(log["compare"]["kv_cache_tokens"], rel=0.10)
+    page = text(response)
+    assert "What vLLM will print at start-up" in page
+    assert re.search(r"vLLM serves [\d.]+ concurrent requests of 20,000 tokens", page)
+    assert "vllm serve" in page
+
+
+def test_vllm_verdict_says_no_when_one_request_does_not_fit_the_pool(client):
+    # One 131,072-token request of Llama 3.1 8B needs 131,072 × 32 layers × 2 × 8 × 128 × 2 B
+    # = 16 GiB of KV cache; a 24 GB card leaves about 4 GiB after 15 GiB of weights.
+    assert 131072 * 32 * 2 * 8 * 128 * 2 == 16 * GIB
+    response = client.get("/?model=Llama+3.1+8B&runtime=vllm&seq=131072&gpu=rtx-3090-24gb")
+    assert response.context["verdict"].fits is False
+    assert "vLLM will not start" in text(response)
+    longest = response.context["vllm_levers"]["longest"]
+    assert 0 < longest < 131072
+    shorter = client.get(f"/?model=Llama+3.1+8B&runtime=vllm&seq={longest}&gpu=rtx-3090-24gb")
+    assert shorter.context["verdict"].fits is True
+
+
+def test_a_serving_runtime_with_a_training_mode_is_a_field_message(client):
+    response = client.get("/?model=Llama+3.1+8B&runtime=vllm&mode=lora", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert "serve models (inference)" in response.content.decode()
+
+
+def test_the_permalink_export_echoes_the_runtime_and_its_options(client):
+    response = client.get(QWEN14_OLLAMA + "&format=json")
+    payload = json.loads(response.content)
+    assert payload["inputs"]["runtime"] == "llama_cpp"
+    assert payload["inputs"]["llama_cpp"]["n_ctx"] == 8192
+    assert payload["inputs"]["llama_cpp"]["flash_attention"] is False
+    assert payload["llama_cpp"]["kv_buffer"]["gpu"] == 1536 * MIB
+    assert "llama_server" in payload["commands"]
+
+
+def test_api_takes_the_runtime_and_the_gpu_sizes_the_vllm_pool(client):
+    body = {
+        "model": {"preset": "llama-3.1-8b"},
+        "runtime": "vllm",
+        "vllm": {"max_model_len": 20000, "max_num_batched_tokens": 20000, "max_num_seqs": 256},
+        "gpu": "rtx-3090-24gb",
+    }
+    response = client.post("/api/v1/estimate", json.dumps(body), content_type="application/json")
+    assert response.status_code == 200, response.content
+    payload = response.json()
+    log = published("vllm", "vllm-10517-llama3.1-8b-3090-20k")
+    assert payload["vllm"]["weights"] / GIB == pytest.approx(
+        log["compare"]["weights_gib"], rel=0.03
+    )
+    assert payload["verdict"]["fits"] is True
+    assert payload["commands"]["vllm_serve"].startswith("vllm serve")
+    del body["gpu"]
+    refused = client.post("/api/v1/estimate", json.dumps(body), content_type="application/json")
+    assert refused.status_code == 422
+    assert "gpu" in refused.content.decode()
+
+
+def test_api_permalink_get_matches_the_page(client):
+    api = client.get("/api/v1/estimate" + QWEN14_OLLAMA[1:]).json()
+    page = json.loads(client.get(QWEN14_OLLAMA + "&format=json").content)
+    assert api["total_bytes"] == page["total_bytes"]
+    assert api["llama_cpp"] == page["llama_cpp"]
+
+
+def test_cli_takes_the_runtime_and_a_gpu(tmp_path):
+    path = tmp_path / "request.json"
+    config = json.loads((ROOT / "presets/models/llama.json").read_text())
+    llama = next(p for p in config["presets"] if p["slug"] == "llama-3.1-8b")
+    request = {
+        "model": {"config": llama["config"]},
+        "runtime": "vllm",
+        "vllm": {"max_model_len": 8192},
+    }
+    path.write_text(json.dumps(request))
+    out = io.StringIO()
+    call_command("estimate", "--json", str(path), "--gpu", "rtx-3090-24gb", stdout=out)
+    payload = json.loads(out.getvalue())
+    assert payload["runtime"] == "vllm"
+    assert payload["verdict"]["gpu"] == "rtx-3090-24gb"
+    assert payload["vllm"]["max_model_len"] == 8192
+    with pytest.raises(CommandError) as refused:
+        call_command("estimate", "--json", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    assert refused.value.returncode == 2
