@@ -587,6 +587,8 @@ def inputs_summary(request: EstimateRequest, *, gpu_name: str | None) -> list[tu
     """Every input that shaped a result, as (label, value) in the active language: what a saved
     snapshot and the Markdown export show, so a reader knows what was computed."""
     training = request.mode != "inference"
+    if request.runtime != "transformers":
+        return _runtime_inputs(request, gpu_name=gpu_name)
     rows: list[tuple[str, str]] = [
         (str(_("Mode")), str(MODE_LABELS[request.mode])),
         (
@@ -621,6 +623,44 @@ def inputs_summary(request: EstimateRequest, *, gpu_name: str | None) -> list[tu
         rows.append((str(_("Tensor parallel")), _n(request.tensor_parallel)))
     if training and request.zero_stage:
         rows.append((str(_("ZeRO / FSDP stage")), str(request.zero_stage)))
+    if gpu_name:
+        rows.append((str(_("GPU")), gpu_name))
+    return rows
+
+
+def _runtime_inputs(request: EstimateRequest, *, gpu_name: str | None) -> list[tuple[str, str]]:
+    """The settings of a serving runtime, under the names its command line uses."""
+    from calculator.estimator.core import llama_cpp_options
+
+    rows: list[tuple[str, str]] = [(str(_("Mode")), str(MODE_LABELS[request.mode]))]
+    if request.runtime == "llama_cpp":
+        options = llama_cpp_options(request)
+        rows += [
+            (str(_("Runtime")), "llama.cpp"),
+            (str(_("GGUF file type")), options.gguf_type),
+            ("-c", _n(options.n_ctx)),
+            ("-np", _n(options.n_parallel)),
+            ("-b / -ub", f"{_n(options.n_batch)} / {_n(options.n_ubatch)}"),
+            ("-fa", "on" if options.flash_attention else "off"),
+            ("-ctk / -ctv", f"{options.cache_type_k} / {options.cache_type_v}"),
+            ("-ngl", str(_("all")) if options.n_gpu_layers is None else _n(options.n_gpu_layers)),
+        ]
+    elif request.vllm is not None:
+        settings = request.vllm
+        rows += [
+            (str(_("Runtime")), "vLLM"),
+            ("--gpu-memory-utilization", str(settings.gpu_memory_utilization)),
+            ("--max-model-len", _n(settings.max_model_len) if settings.max_model_len else "—"),
+            ("--quantization", settings.quantization or str(_("from the checkpoint"))),
+            ("--kv-cache-dtype", settings.kv_cache_dtype),
+            ("--tensor-parallel-size", _n(request.tensor_parallel)),
+        ]
+        if settings.max_num_seqs:
+            rows.append(("--max-num-seqs", _n(settings.max_num_seqs)))
+        if settings.max_num_batched_tokens:
+            rows.append(("--max-num-batched-tokens", _n(settings.max_num_batched_tokens)))
+        if settings.enforce_eager:
+            rows.append(("--enforce-eager", str(_("yes"))))
     if gpu_name:
         rows.append((str(_("GPU")), gpu_name))
     return rows
