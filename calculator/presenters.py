@@ -55,6 +55,33 @@ EXPLANATIONS = {
 }
 
 
+# What each row holds when a serving runtime allocates the memory (its buffers, not a prefill).
+RUNTIME_EXPLANATIONS = {
+    ("llama_cpp", "weights"): _(
+        "The GGUF tensors of the layers on the GPU, each in the type the file type gives it (llama.cpp's model buffer)."
+    ),
+    ("llama_cpp", "kv_cache"): _(
+        "K and V for every cell of -c on the GPU's attention layers, in the cache types chosen (llama.cpp's KV buffer)."
+    ),
+    ("llama_cpp", "activations"): _(
+        "The worst-case graph reserved at load: one micro-batch (-ub) against the full context (llama.cpp's compute buffer)."
+    ),
+    ("vllm", "weights"): _("The weights on each GPU as vLLM loads them (“Model loading took”)."),
+    ("vllm", "activations"): _(
+        "The profiling run's peak at max-num-batched-tokens, the sampler included; vLLM keeps it free."
+    ),
+    ("vllm", "kv_cache"): _(
+        "The KV-cache pool: what gpu-memory-utilization leaves after weights, profiling peak and non-torch memory."
+    ),
+    ("vllm", "cuda_context"): _(
+        "CUDA context and kernels, plus cuBLAS and NCCL memory outside PyTorch (“non-torch memory”)."
+    ),
+    ("vllm", "allocator_reserve"): _(
+        "CUDA graphs captured after the pool is allocated (none with --enforce-eager)."
+    ),
+}
+
+
 def gib(value: int) -> float:
     return value / GIB
 
@@ -82,7 +109,10 @@ def breakdown_rows(
         if not values.get(key):
             continue
         explanation = str(EXPLANATIONS[key])
-        if request is not None and arch is not None:
+        runtime_text = RUNTIME_EXPLANATIONS.get((result.runtime, key))
+        if runtime_text is not None:
+            explanation = str(runtime_text)
+        elif request is not None and arch is not None:
             plugged = formula(key, request, result, arch)
             if plugged:
                 explanation = f"{explanation} {plugged}"

@@ -1,0 +1,90 @@
+"""Choosing a runtime in real Chromium (issue 13): llama.cpp with layers offloaded, vLLM's
+concurrency, and the one-click defaults of Ollama.
+
+Figures: Llama 3.1 8B (meta-llama/Llama-3.1-8B config.json) has 32 layers, so llama.cpp counts
+33 with the output layer; its KV cache per token is 32 layers × (K + V) × 8 heads × 128 × 2 bytes
+= 128 KiB in f16, so a 4,096-token context holds 512 MiB (hand calculation).
+"""
+
+import re
+
+import pytest
+
+from tests.browser.conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+
+def recompute(page, action) -> None:
+    with page.expect_response(
+        lambda r: r.request.headers.get("hx-request") == "true" and "/suggest" not in r.url
+    ):
+        action()
+    page.wait_for_timeout(80)
+
+
+def result_text(page) -> str:
+    return " ".join(page.inner_text("#result").split())
+
+
+def test_choosing_llama_cpp_shows_its_options_buffers_and_command(page, live_server):
+    page.goto(live_server.url + "/?model=Llama+3.1+8B&gpu=rtx-4090-24gb&seq=4096")
+    assert not page.is_visible("#id_gguf")  # transformers: the llama.cpp options stay folded
+    recompute(page, lambda: page.select_option("#id_runtime", "llama_cpp"))
+    assert page.is_visible("#id_gguf")
+    assert not page.is_visible("#id_precision")  # a GGUF file type replaces the precision
+    page.wait_for_function(
+        "() => document.querySelector('#result').innerText.includes('What llama.cpp will print')"
+    )
+    text = result_text(page)
+    # 4,096 tokens × 128 KiB = 512 MiB = 0.50 GiB of KV cache on the GPU.
+    assert re.search(r"KV buffer size 0\.50", text), text[:800]
+    assert "llama-server" in text
+    assert "runtime=llama_cpp" in page.url
+    screenshot(page, "runtime-llama-cpp")
+    assert page.server_errors == []
+
+
+def test_offloading_layers_moves_memory_to_system_ram(page, live_server):
+    page.goto(live_server.url + "/?model=Llama+3.1+8B&gpu=rtx-4090-24gb&seq=4096&runtime=llama_cpp")
+    recompute(page, lambda: page.fill("#id_ngl", "16"))
+    page.wait_for_function(
+        "() => document.querySelector('#result').innerText.includes('System RAM')"
+    )
+    text = result_text(page)
+    assert "16 of 33 layers on the GPU" in text
+    assert "ngl=16" in page.url
+    # The levers, loaded after the result, offer every layer back (the model fits a 4090).
+    page.wait_for_selector("[data-testid=llama-levers]")
+    assert "33 of 33" in page.inner_text("[data-testid=llama-levers]")
+    assert page.server_errors == []
+
+
+def test_ollama_defaults_are_one_click(page, live_server):
+    page.goto(live_server.url + "/?model=Llama+3.1+8B&runtime=llama_cpp&gpu=rtx-4090-24gb")
+    page.click("[data-testid=runtime-preset] >> text=Ollama")
+    page.wait_for_load_state()
+    assert page.input_value("#id_batch") == "1"
+    assert page.input_value("#id_fa") == "off"
+    assert "What llama.cpp will print" in result_text(page)
+
+
+def test_vllm_shows_how_many_requests_the_card_serves(page, live_server):
+    page.goto(live_server.url + "/?model=Llama+3.1+8B&gpu=h100-sxm-80gb&seq=8192")
+    recompute(page, lambda: page.select_option("#id_runtime", "vllm"))
+    page.wait_for_selector("[data-testid=vllm-concurrency]")
+    line = page.inner_text("[data-testid=vllm-concurrency]")
+    served = float(re.search(r"serves ([\d.,]+) concurrent", line).group(1).replace(",", ""))
+    assert served > 1  # an 80 GB card holds many 8,192-token requests of an 8B model
+    page.wait_for_selector("[data-testid=vllm-concurrency-table]")
+    rows = page.locator("[data-testid=vllm-concurrency-table] tbody tr")
+    assert rows.count() >= 3
+    # Longer contexts serve fewer requests at once.
+    values = [
+        float(rows.nth(i).locator("td").nth(1).inner_text().replace(",", ""))
+        for i in range(rows.count())
+    ]
+    assert values == sorted(values, reverse=True)
+    assert "vllm serve" in result_text(page)
+    screenshot(page, "runtime-vllm")
+    assert page.server_errors == []
