@@ -161,6 +161,18 @@ LLAMA_CPP_FIELDS = ("gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch")
 VLLM_FIELDS = ("util", "max_seqs", "batched", "quant", "vkv", "eager", "block")
 
 
+def unused_runtime_keys(query: Any) -> frozenset[str]:
+    """Permalink keys the chosen runtime does not read (left out of links to keep them short)."""
+    runtime = query.get("runtime") or "transformers"
+    if query.get("mode", "inference") != "inference":
+        return frozenset((*LLAMA_CPP_FIELDS, *VLLM_FIELDS, "runtime"))
+    if runtime == "llama_cpp":
+        return frozenset(VLLM_FIELDS)
+    if runtime == "vllm":
+        return frozenset(LLAMA_CPP_FIELDS)
+    return frozenset((*LLAMA_CPP_FIELDS, *VLLM_FIELDS))
+
+
 def _int(
     label: Any, lo: int, hi: int, help_text: Any = "", required: bool = True
 ) -> forms.IntegerField:
@@ -360,11 +372,6 @@ class CalculatorForm(forms.Form):
         ),
     }
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for name, text in self.HELP.items():
-            self.fields[name].help_text = text
-
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         source = cleaned.get("source") or "preset"
@@ -499,6 +506,23 @@ class CalculatorForm(forms.Form):
             "enforce_eager": bool(c.get("eager")),
             "block_size": c.get("block") or DEFAULTS["block"],
         }
+
+
+class _SharedFields(dict[str, forms.Field]):
+    """The form's fields, shared by every instance instead of deep-copied per request.
+
+    Django copies ``base_fields`` into each form so that a form may change its own fields; this
+    one never does (help texts are set once below), and copying ~45 fields with their choices and
+    widgets was a fifth of a fresh recompute's time (issue 16).
+    """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, forms.Field]:
+        return dict(self)
+
+
+for _name, _text in CalculatorForm.HELP.items():
+    CalculatorForm.base_fields[_name].help_text = _text
+CalculatorForm.base_fields = _SharedFields(CalculatorForm.base_fields)
 
 
 def custom_model_payload(cleaned: dict[str, Any]) -> dict[str, Any]:

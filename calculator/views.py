@@ -130,8 +130,9 @@ def permalink_for(query: QueryDict, *, store_config: bool) -> QueryDict:
     """The shareable query for a submission: permalink keys only, and a pasted config replaced
     by the short id it is stored under (when the page posted it, or it is too long to link)."""
     link = QueryDict(mutable=True)
+    unused = forms_module.unused_runtime_keys(query)
     for key in PERMALINK_KEYS:
-        if key in query:
+        if key in query and key not in unused:
             link.setlist(key, query.getlist(key))
     text = str(query.get("config") or "").strip()
     if query.get("source") == "config" and text:
@@ -212,8 +213,11 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     context["query"] = link
     if request.method == "POST":
         request.permalink_path = f"{request.path}?{link.urlencode()}"  # type: ignore[attr-defined]
-    # Every field's message slot is refreshed, so fixed fields lose their old message.
-    context["field_errors"] = [(name, form.errors.get(name, ())) for name in FIELDS_WITH_ERRORS]
+    # One out-of-band swap empties every message slot (fixed fields lose their old message);
+    # only the fields with a message get their own.
+    context["field_errors"] = [
+        (name, form.errors[name]) for name in FIELDS_WITH_ERRORS if name in form.errors
+    ]
     export = query.get("format")
     if export in {"json", "md"} and "result" in context:
         return _export(request, export, context)

@@ -64,3 +64,25 @@ document.addEventListener("htmx:sendError", (event) => {
     state.setAttribute("role", "alert");
   }
 });
+
+// Options of the runtimes not chosen (and the runtime itself outside inference) are disabled, so
+// they stay out of the request and of the address bar: links stay short and say what was used.
+function syncRuntimeFields(form) {
+  const mode = form.querySelector("select[name=mode]");
+  const runtime = form.querySelector("select[name=runtime]");
+  const inference = !mode || mode.value === "inference";
+  if (runtime) runtime.disabled = !inference;
+  const active = inference && runtime ? runtime.value : "transformers";
+  form.querySelectorAll("[data-runtime]").forEach((box) => {
+    const on = box.dataset.runtime === active;
+    box.querySelectorAll("input, select, textarea").forEach((field) => { field.disabled = !on; });
+  });
+}
+document.addEventListener("change", (event) => {
+  const form = event.target.closest && event.target.closest("#calc");
+  if (form) syncRuntimeFields(form);
+}, true);
+document.addEventListener("DOMContentLoaded", () => {
+  const form = document.getElementById("calc");
+  if (form) syncRuntimeFields(form);
+});

@@ -74,7 +74,9 @@ def test_vllm_shows_how_many_requests_the_card_serves(page, live_server):
     recompute(page, lambda: page.select_option("#id_runtime", "vllm"))
     page.wait_for_selector("[data-testid=vllm-concurrency]")
     line = page.inner_text("[data-testid=vllm-concurrency]")
-    served = float(re.search(r"serves ([\d.,]+) concurrent", line).group(1).replace(",", ""))
+    found = re.search(r"serves ([\d.,]+) concurrent", line)
+    assert found, line
+    served = float(found.group(1).replace(",", ""))
     assert served > 1  # an 80 GB card holds many 8,192-token requests of an 8B model
     page.wait_for_selector("[data-testid=vllm-concurrency-table]")
     rows = page.locator("[data-testid=vllm-concurrency-table] tbody tr")
