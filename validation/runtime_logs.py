@@ -132,6 +132,15 @@ def llama_cpp_rows() -> list[dict[str, Any]]:
             rows.append(
                 _row(log, "kv: KV buffer", result.kv_buffer.total / MIB, want["kv_buffer_mib"])
             )
+        if "recurrent_buffer_mib" in want:
+            rows.append(
+                _row(
+                    log,
+                    "kv: recurrent state",
+                    result.recurrent_buffer.total / MIB,
+                    want["recurrent_buffer_mib"],
+                )
+            )
         if "compute_buffer_gpu_mib" in want:
             rows.append(
                 _row(

@@ -117,6 +117,30 @@ def test_sliding_window_cache_by_hand():
     assert kv_cells(architecture("mistral-7b-v0.1"), LlamaCppOptions(n_ctx=32768)) == (32768, 0)
 
 
+def test_quantized_cache_leaves_the_sliding_layers_in_f16():
+    # llama.cpp PR #21277: the sliding-window cache stays F16 whatever -ctk/-ctv say.
+    arch = architecture("gemma-2-9b")
+    options = LlamaCppOptions(n_ctx=32768, n_parallel=2, cache_type_k="q8_0", cache_type_v="q8_0")
+    result = estimate_llama_cpp(arch, options)
+    q8_cell = 2 * 8 * 256 * 34 // 32  # K + V, 2048 wide, q8_0 = 34 bytes per 32 values
+    f16_cell = 2 * 8 * 256 * 2
+    assert result.kv_buffer.total == 21 * q8_cell * 32768 + 21 * f16_cell * 8704
+
+
+def test_hybrid_keeps_kv_on_attention_layers_and_f32_recurrent_state():
+    # Qwen3.6-27B (presets/models, config.json): 64 layers, every 4th full attention (16), 4 KV heads
+    # x 256; 48 Gated DeltaNet layers. The published log (lmstudio-bug-tracker#1862) printed
+    # "llama_kv_cache: size = 16384.00 MiB (262144 cells, 16 layers, 4/1 seqs)".
+    arch = architecture("qwen3.6-27b")
+    result = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=262144, n_parallel=4))
+    assert result.kv_buffer.total == 16 * 2 * 4 * 256 * 2 * 262144 == 16384 * MIB
+    # Recurrent state per sequence and layer, f32: conv 4 x (2 x 16 x 128 + 48 x 128) (the config's
+    # linear_conv_kernel_dim 4, key heads 16, value heads 48, head dims 128) + state 48 x 128 x 128.
+    per_layer = 4 * (4 * (2 * 16 * 128 + 48 * 128) + 48 * 128 * 128)
+    assert result.recurrent_buffer.total == 48 * 4 * per_layer
+    assert result.gpu_bytes >= result.kv_buffer.gpu + result.recurrent_buffer.gpu
+
+
 def test_compute_buffer_output_phase_by_hand():
     # Flash attention on, n_ubatch 512: logits for 512 tokens and the final norm, f32.
     result = estimate_llama_cpp(llama3_8b(), LlamaCppOptions(n_ctx=8192, flash_attention=True))
@@ -156,7 +180,7 @@ def test_levers_are_consistent_with_the_buffers():
 # --- published logs ---------------------------------------------------------------------------
 def test_every_log_cites_an_issue_or_pull_request():
     logs = json.loads((PUBLISHED / "llama_cpp_logs.json").read_text())["logs"]
-    assert len(logs) >= 26
+    assert len(logs) >= 30
     for log in logs:
         assert log["source"].startswith("https://github.com/")
         assert "/issues/" in log["source"] or "/pull/" in log["source"]

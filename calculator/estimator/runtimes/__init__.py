@@ -2,9 +2,17 @@
 
 ``llama_cpp`` (also Ollama and LM Studio, which embed it): a GGUF file's tensors under a file type,
 and the buffers llama.cpp prints at load. ``vllm``: vLLM's start-up budget and its KV-cache pool.
+``commands``: the llama-server, Ollama and ``vllm serve`` command lines that reproduce the options.
 Both read an ``Architecture`` through its public fields only and return pydantic results in bytes.
 """
 
+from calculator.estimator.runtimes.commands import (
+    llama_server_command,
+    ollama_environment,
+    ollama_modelfile,
+    ollama_run_command,
+    vllm_serve_command,
+)
 from calculator.estimator.runtimes.llama_cpp import (
     GGUF_TYPES,
     DeviceBytes,
@@ -34,7 +42,12 @@ __all__ = [
     "estimate_llama_cpp",
     "estimate_vllm",
     "gguf_tensor_types",
+    "llama_server_command",
     "longest_context_full_offload",
     "longest_max_model_len",
     "most_gpu_layers_that_fit",
+    "ollama_environment",
+    "ollama_modelfile",
+    "ollama_run_command",
+    "vllm_serve_command",
 ]

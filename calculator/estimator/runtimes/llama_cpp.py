@@ -15,6 +15,11 @@ Sources, read at named commits of https://github.com/ggml-org/llama.cpp (facts o
 - ``src/llama-kv-cache.cpp`` / ``src/llama-kv-cache-iswa.cpp``: one K and one V tensor per attention
   layer of ``ggml_row_size(type, n_embd_{k,v}_gqa) × kv_size``; sliding-window layers get
   ``min(kv_size, pad(n_swa · n_seq + n_ubatch))`` cells unless ``--swa-full``; ``n_ctx`` padded to 256.
+  Since https://github.com/ggml-org/llama.cpp/pull/21277 (April 2026) the sliding-window cache stays
+  F16 whatever ``-ctk``/``-ctv`` say.
+- ``src/llama-memory-recurrent.cpp`` (hybrid and recurrent models: Mamba, Gated DeltaNet, …): one
+  conv state and one recurrent state per sequence and recurrent layer, both F32, printed as
+  ``llama_memory_recurrent: size = …``; attention layers of a hybrid keep an ordinary KV cache.
 - ``src/llama-context.cpp``: the worst-case graph reserved for ``min(n_ctx, n_ubatch)`` tokens and all
   ``n_ctx`` cells, with logits for every token of the micro-batch; the output buffer holds
   ``n_vocab`` f32 logits per sequence.
@@ -209,13 +214,21 @@ class LlamaCppResult(_Frozen):
     gpu_layers: int = Field(description="Layers on the GPU, counting the output layer as one.")
     model_buffer: DeviceBytes
     kv_buffer: DeviceBytes
+    recurrent_buffer: DeviceBytes = Field(
+        description="Conv and recurrent states of hybrid/recurrent layers (llama_memory_recurrent)."
+    )
     compute_buffer: DeviceBytes
     output_buffer_bytes: int = Field(description="Host logits buffer (CUDA_Host output buffer).")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def gpu_bytes(self) -> int:
-        return self.model_buffer.gpu + self.kv_buffer.gpu + self.compute_buffer.gpu
+        return (
+            self.model_buffer.gpu
+            + self.kv_buffer.gpu
+            + self.recurrent_buffer.gpu
+            + self.compute_buffer.gpu
+        )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -224,6 +237,7 @@ class LlamaCppResult(_Frozen):
         return (
             self.model_buffer.host
             + self.kv_buffer.host
+            + self.recurrent_buffer.host
             + self.compute_buffer.host
             + self.output_buffer_bytes
         )
@@ -561,17 +575,22 @@ def kv_cells(arch: Architecture, options: LlamaCppOptions) -> tuple[int, int]:
     return full, _pad(min(full, arch.sliding_window * options.n_parallel + options.n_ubatch), 256)
 
 
-def _kv_layer_bytes(arch: Architecture, options: LlamaCppOptions, cells: int) -> int:
+def _kv_layer_bytes(
+    arch: Architecture, options: LlamaCppOptions, cells: int, sliding: bool = False
+) -> int:
     """K and V of one attention layer; MLA keeps its latent (kv_lora_rank + rope) as K and the
-    latent as V, as llama.cpp's deepseek2 graph caches them (llama-model.cpp)."""
+    latent as V, as llama.cpp's deepseek2 graph caches them (llama-model.cpp). A sliding-window
+    layer's cache is F16 whatever the cache types (llama.cpp PR #21277)."""
     if arch.attention_kind == "mla":
         k_width = (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)
         v_width = arch.kv_lora_rank or 0
     else:
         k_width = arch.num_kv_heads * arch.head_dim
         v_width = arch.num_kv_heads * arch.v_head_dim
-    k = cache_row_bytes(options.cache_type_k, k_width) * cells
-    v = cache_row_bytes(options.cache_type_v, v_width) * cells
+    type_k = "f16" if sliding else options.cache_type_k
+    type_v = "f16" if sliding else options.cache_type_v
+    k = cache_row_bytes(type_k, k_width) * cells
+    v = cache_row_bytes(type_v, v_width) * cells
     return k + v
 
 
@@ -614,13 +633,40 @@ def model_buffer(
 
 def kv_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
     """Per attention layer ``row_size(type_k, n_embd_k_gqa) · cells + row_size(type_v, …) · cells``,
-    on the device of the layer (llama-kv-cache.cpp, offload_kqv on)."""
+    on the device of the layer (llama-kv-cache.cpp, offload_kqv on). Recurrent layers of a hybrid
+    and layers that reuse an earlier layer's KV keep none."""
     full, swa = kv_cells(arch, options)
     start = _gpu_layer_start(arch, options)
     gpu = host = 0
     for il in range(arch.num_layers):
+        if not arch.keeps_kv(il):
+            continue
         sliding = bool(swa) and bool(arch.layer_types) and arch.layer_types[il] == "sliding"
-        size = _kv_layer_bytes(arch, options, swa if sliding else full)
+        size = _kv_layer_bytes(arch, options, swa if sliding else full, sliding)
+        if il >= start and options.n_gpu_layers != 0:
+            gpu += size
+        else:
+            host += size
+    return DeviceBytes(gpu=gpu, host=host)
+
+
+def recurrent_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
+    """F32 conv and recurrent states, one per sequence (``n_parallel``) and recurrent layer, on
+    the device of the layer (llama-memory-recurrent.cpp); a recurrent mixer running beside
+    attention (Falcon-H1) adds its state to every layer."""
+    start = _gpu_layer_start(arch, options)
+    gpu = host = 0
+    for il in range(arch.num_layers):
+        kind = arch.mixer_kind(il)
+        elements = 0
+        if kind not in ("attention", "none"):
+            state = arch.recurrent_state(kind)
+            elements += state.conv_elements + state.state_elements
+        if arch.parallel_recurrent is not None:
+            elements += (
+                arch.parallel_recurrent.conv_elements + arch.parallel_recurrent.state_elements
+            )
+        size = 4 * elements * options.n_parallel
         if il >= start and options.n_gpu_layers != 0:
             gpu += size
         else:
@@ -684,6 +730,7 @@ def estimate_llama_cpp(arch: Architecture, options: LlamaCppOptions) -> LlamaCpp
         gpu_layers=gpu_layers,
         model_buffer=model_buffer(arch, typed, options),
         kv_buffer=kv_buffer(arch, options),
+        recurrent_buffer=recurrent_buffer(arch, options),
         compute_buffer=compute_buffer(arch, options),
         output_buffer_bytes=4 * arch.vocab_size * options.n_parallel,
     )

@@ -20,8 +20,23 @@ Facts read from https://github.com/vllm-project/vllm (V1 engine; no code copied)
   per-tensor scales; bitsandbytes NF4 keeps an absmax per block of 64; MXFP4 (gpt-oss experts)
   stores 4-bit values with one 8-bit scale per 32.
 
-Where SGLang differs: its ``mem_fraction_static`` is a share of the memory *free at start*, and the
-pool left after weights (no separate profiling run) becomes ``max_total_num_tokens``.
+Where SGLang's memory pool differs (``ModelRunner.profile_max_num_token`` in
+https://github.com/sgl-project/sglang ``python/sglang/srt/model_executor/model_runner.py``, read in
+its early-2025 form; newest stored snapshot 01cc04e2b5b01ce379698a3fee1bd17706e1d0ec):
+
+- Budget: ``pool = free memory after the weights are loaded − total × (1 − mem_fraction_static)``.
+  ``--mem-fraction-static`` is the share of the card for weights *and* KV pool together; what the
+  weights leave of it is the pool. vLLM instead takes ``total × gpu_memory_utilization`` and
+  subtracts weights, a measured activation peak and non-torch memory.
+- No profiling forward: activations, the sampler, CUDA graphs and NCCL buffers must fit in the
+  ``1 − mem_fraction_static`` left over, so a too-high fraction fails later (out of memory at run
+  time), not at start-up as vLLM's does.
+- Memory used by other processes is subtracted implicitly (the pool is measured from free memory).
+- Pool unit: tokens (``max_total_num_tokens``, page size 1 by default) of ``kv_heads / tp ×
+  head_dim × layers × 2 × dtype`` bytes each (MLA: ``(kv_lora_rank + qk_rope_head_dim) × layers``),
+  not 16-token blocks; the log prints the K and V pool sizes and ``max_total_num_tokens``.
+- The default ``mem_fraction_static`` is not a constant 0.9: ``server_args.py`` picks it from the GPU
+  memory and the parallel sizes.
 """
 
 from __future__ import annotations
