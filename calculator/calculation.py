@@ -273,18 +273,29 @@ class Calculation:
         """The command line that runs the model with the settings estimated here."""
         if self.runtime == "transformers":
             return []
-        model_ref = (self.preset.hf_repo if self.preset else "") or "<model>"
+        repo = (self.preset.hf_repo if self.preset else "") or ""
         if self.runtime == "llama_cpp":
             options = llama_cpp_options(self.request)
-            gguf_ref = f"{model_ref}:{options.gguf_type}" if self.preset else "<model.gguf>"
+            # GGUF files live in other repositories than the checkpoint, under many names: the
+            # command names a local file as GGUF repositories usually call it.
+            stem = repo.rsplit("/", 1)[-1] or "model"
+            gguf_file = f"{stem}-{options.gguf_type}.gguf"
+            name = stem.lower()
             return [
                 ReadyCommand(
-                    "llama_server", "llama-server", commands.llama_server_command(gguf_ref, options)
+                    "llama_server",
+                    "llama-server",
+                    commands.llama_server_command(gguf_file, options),
                 ),
                 ReadyCommand(
                     "ollama_modelfile",
-                    gettext_lazy("Ollama Modelfile"),
-                    commands.ollama_modelfile(gguf_ref, options),
+                    gettext_lazy("Ollama: Modelfile"),
+                    commands.ollama_modelfile(f"./{gguf_file}", options),
+                ),
+                ReadyCommand(
+                    "ollama_run",
+                    gettext_lazy("Ollama: server settings, then create and run"),
+                    commands.ollama_run_command(name, options),
                 ),
             ]
         return [
@@ -292,7 +303,7 @@ class Calculation:
                 "vllm_serve",
                 "vllm serve",
                 commands.vllm_serve_command(
-                    model_ref, vllm_options(self.request), self.request.tensor_parallel
+                    repo or "<org/model>", vllm_options(self.request), self.request.tensor_parallel
                 ),
             )
         ]

@@ -65,7 +65,7 @@ def test_ollama_defaults_are_one_click(page, live_server):
     page.click("[data-testid=runtime-preset] >> text=Ollama")
     page.wait_for_load_state()
     assert page.input_value("#id_batch") == "1"
-    assert page.input_value("#id_fa") == "off"
+    assert page.input_value("#id_fa") == "on"  # flash attention "auto" on a CUDA card
     assert "What llama.cpp will print" in result_text(page)
 
 

@@ -176,10 +176,12 @@ class LlamaCppOptions(_Frozen):
     swa_full: bool = Field(default=False, description="--swa-full: full-size sliding caches")
 
 
-# Ollama's own defaults (its docs / envconfig): 4096-token context, one slot, no flash attention
-# unless OLLAMA_FLASH_ATTENTION=1, f16 cache unless OLLAMA_KV_CACHE_TYPE, batch 512.
+# Ollama's own defaults (ollama/ollama@fb30760 envconfig/config.go, api/types.go, docs/faq.mdx):
+# one slot, batch 512, f16 cache unless OLLAMA_KV_CACHE_TYPE, flash attention "auto" (on where
+# the GPU backend supports it, as CUDA and Metal do) unless OLLAMA_FLASH_ATTENTION says otherwise,
+# and a 4096-token context on cards under 24 GiB (larger cards get 32k or 256k by default).
 OLLAMA_DEFAULTS = LlamaCppOptions(
-    n_ctx=4096, n_batch=512, n_ubatch=512, n_parallel=1, flash_attention=False
+    n_ctx=4096, n_batch=512, n_ubatch=512, n_parallel=1, flash_attention=True
 )
 # LM Studio loads with a 4096 context, one sequence, flash attention off by default.
 LM_STUDIO_DEFAULTS = LlamaCppOptions(n_ctx=4096, n_parallel=1, flash_attention=False)
