@@ -130,3 +130,44 @@ def test_malformed_fields_are_config_errors_naming_them(change, field):
     with pytest.raises(ConfigError) as raised:
         Architecture.from_hf_config({**UNKNOWN, **change})
     assert raised.value.field == field
+
+
+def _kv_cache_bytes(config_name: str, seq_len: int) -> int:
+    config = json.loads((VALIDATION_CONFIGS / f"{config_name}.json").read_text())
+    request = EstimateRequest(model=ConfigModel(config=config), seq_len=seq_len)
+    result = estimate(request)
+    assert result.approximate is False
+    return result.breakdown.kv_cache
+
+
+def test_minicpm3_cache_is_mla_as_transformers_keeps_it():
+    """MiniCPM3-4B (validation/configs/minicpm3-4b.json, multi-head latent attention). The
+    transformers runtime keeps MLA's keys and values decompressed per head (the estimator's stated
+    assumption for DeepSeek too): per token and layer 40 heads · (key 64 + 32 = 96, value
+    hidden 2560 / 40 = 64) = 6,400 values; 62 layers · 6,400 · 2 bytes (bf16) · 4096 tokens =
+    3,250,585,600 bytes."""
+    assert _kv_cache_bytes("minicpm3-4b", 4096) == 62 * 40 * (96 + 64) * 2 * 4096 == 3_250_585_600
+
+
+def test_dbrx_reads_its_nested_attention_config():
+    """DBRX Instruct (validation/configs/dbrx-instruct.json): attn_config.kv_n_heads 8, head size
+    d_model 6144 / n_heads 48 = 128; K and V in each of n_layers 40 at bf16 for 4096 tokens:
+    2 · 40 · 8 · 128 · 2 bytes · 4096 = 671,088,640 bytes (0.625 GiB)."""
+    assert _kv_cache_bytes("dbrx-instruct", 4096) == 2 * 40 * 8 * 128 * 2 * 4096 == 671_088_640
+
+
+def test_phimoe_keeps_a_gqa_cache_and_counts_its_biases():
+    """Phi-3.5-MoE (validation/configs/phi-3.5-moe-instruct.json): 8 KV heads of 128 in 32
+    layers: 2 · 32 · 8 · 128 · 2 bytes · 4096 = 536,870,912 bytes (0.5 GiB). Its attention and
+    LM-head biases by hand: per layer q/k/v 4096 + 1024 + 1024 and o 4096 = 10,240, and the LM
+    head's 32,064; transformers (meta device, transformers 5.24) builds 41,873,153,344 parameters
+    with them and 41,872,793,600 with both flags false: 359,744 = 32 · 10,240 + 32,064."""
+    assert _kv_cache_bytes("phi-3.5-moe-instruct", 4096) == 2 * 32 * 8 * 128 * 2 * 4096
+    config = json.loads((VALIDATION_CONFIGS / "phi-3.5-moe-instruct.json").read_text())
+    unbiased = Architecture.from_hf_config(
+        config | {"attention_bias": False, "lm_head_bias": False}
+    )
+    assert Architecture.from_hf_config(config).params_total - unbiased.params_total == (
+        32 * 10_240 + 32_064
+    )
+    assert unbiased.params_total == 41_872_793_600
