@@ -171,3 +171,31 @@ def test_phimoe_keeps_a_gqa_cache_and_counts_its_biases():
         32 * 10_240 + 32_064
     )
     assert unbiased.params_total == 41_872_793_600
+
+
+def test_kimi_linear_keeps_kv_only_on_its_mla_layers():
+    """Kimi-Linear-48B-A3B (validation/configs/kimi-linear-48b-a3b.json): 7 MLA layers
+    (1-based 4, 8, ..., 24, 27) and 20 KDA layers. MLA as transformers keeps it: 32 heads ·
+    (key 128 + 64, value 128) per token and layer, 7 · 32 · 320 · 2 bytes · 4096 tokens =
+    587,202,560 bytes. Each KDA layer keeps 32 heads · 128 · 128 fp32 values (2,097,152 bytes)
+    and a conv window of 3 · 4096 channels · 4 taps in bf16 (98,304 bytes): 20 · 2,195,456 =
+    43,909,120 bytes, whatever the sequence length."""
+    config = json.loads((VALIDATION_CONFIGS / "kimi-linear-48b-a3b.json").read_text())
+    result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=4096))
+    kinds = {kind.kind: kind for kind in result.layer_kinds}
+    assert kinds["attention"].layers == 7
+    assert kinds["attention"].cache_bytes == 7 * 32 * (192 + 128) * 2 * 4096 == 587_202_560
+    assert kinds["gated_deltanet"].layers == 20
+    assert kinds["gated_deltanet"].cache_bytes == 20 * (32 * 128 * 128 * 4 + 3 * 4096 * 4 * 2)
+    assert result.breakdown.kv_cache == 587_202_560 + 43_909_120
+
+
+def test_olmo1_norms_hold_no_parameters():
+    """OLMo-1B-hf (validation/configs/olmo-1b-hf.json): ``OlmoLayerNorm`` has no weight or bias.
+    By hand: embedding 50304 · 2048 = 103,022,592 (tied, no LM head); per layer q/k/v/o
+    4 · 2048² = 16,777,216 and gate/up/down 3 · 2048 · 8192 = 50,331,648; 16 layers
+    1,073,741,824. Total 1,176,764,416, transformers' count in the dataset."""
+    config = json.loads((VALIDATION_CONFIGS / "olmo-1b-hf.json").read_text())
+    by_hand = 50304 * 2048 + 16 * (4 * 2048 * 2048 + 3 * 2048 * 8192)
+    assert Architecture.from_hf_config(config).params_total == by_hand == 1_176_764_416
+    assert DATA["models"]["olmo-1b-hf"]["params_total"] == by_hand

@@ -37,6 +37,7 @@ FAMILY_MODULES = (
     "hybrid",
     "hunyuan",
     "kimi",
+    "kimi_linear",
     "llama",
     "llama4",
     "longcat",

@@ -1,5 +1,5 @@
-"""OLMo 2 / 3 (``modeling_olmo2.py``, ``modeling_olmo3.py``), OLMoE (``modeling_olmoe.py``) and
-FlexOlmo (``modeling_flex_olmo.py``)."""
+"""OLMo 1 (``modeling_olmo.py``), OLMo 2 / 3 (``modeling_olmo2.py``, ``modeling_olmo3.py``),
+OLMoE (``modeling_olmoe.py``) and FlexOlmo (``modeling_flex_olmo.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,14 @@ from calculator.estimator.architecture import (
 )
 from calculator.estimator.families.llama import read_llama_like
 from calculator.estimator.families.registry import register
+
+
+@register("olmo")
+def read_olmo(c: ConfigFields) -> Architecture:
+    """OLMo 1 (``OlmoLayerNorm``): LayerNorms without weight or bias, so its norms hold no
+    parameters; otherwise Llama's layer (``clip_qkv`` clamps activations, no weights)."""
+    arch = read_llama_like(c)
+    return arch.model_copy(update={"pre_norms_per_layer": 0, "final_norm": False})
 
 
 @register("olmo2")
