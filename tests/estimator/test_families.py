@@ -199,3 +199,19 @@ def test_olmo1_norms_hold_no_parameters():
     by_hand = 50304 * 2048 + 16 * (4 * 2048 * 2048 + 3 * 2048 * 8192)
     assert Architecture.from_hf_config(config).params_total == by_hand == 1_176_764_416
     assert DATA["models"]["olmo-1b-hf"]["params_total"] == by_hand
+
+
+def test_olmo_hybrid_keeps_kv_on_one_layer_in_four():
+    """OlmoHybridConfig's defaults (validation/configs/defaults-olmo_hybrid.json: 32 layers,
+    hidden 3840, 30 heads of 128, no published config found): full attention on layers 3, 7,
+    ..., 31 (8 layers) keeps 2 · 30 · 128 · 2 bytes per token; the 24 Gated DeltaNet layers keep
+    30 value heads · 96 (0.75 · 3840 / 30) · 192 fp32 values and a conv window of
+    (2 · 2880 + 5760) channels · 4 taps in bf16. At 1024 tokens: 8 · 2 · 30 · 128 · 2 · 1024
+    = 125,829,120 and 24 · (30 · 96 · 192 · 4 + 11,520 · 4 · 2) = 55,296,000 bytes."""
+    config = json.loads((VALIDATION_CONFIGS / "defaults-olmo_hybrid.json").read_text())
+    result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=1024))
+    kinds = {kind.kind: kind for kind in result.layer_kinds}
+    assert kinds["attention"].layers == 8
+    assert kinds["attention"].cache_bytes == 8 * 2 * 30 * 128 * 2 * 1024 == 125_829_120
+    assert kinds["gated_deltanet"].cache_bytes == 24 * (30 * 96 * 192 * 4 + 11_520 * 4 * 2)
+    assert kinds["gated_deltanet"].cache_bytes == 55_296_000

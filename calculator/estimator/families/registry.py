@@ -72,6 +72,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "MistralForCausalLM": "mistral",
     "MixtralForCausalLM": "mixtral",
     "OlmoForCausalLM": "olmo",
+    "OlmoHybridForCausalLM": "olmo_hybrid",
     "Olmo2ForCausalLM": "olmo2",
     "GlmForCausalLM": "glm",
     "Olmo3ForCausalLM": "olmo3",
