@@ -48,6 +48,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
     "Exaone4ForCausalLM": "exaone4",
     "FalconForCausalLM": "falcon",
+    "FalconMambaForCausalLM": "falcon_mamba",
     "GemmaForCausalLM": "gemma",
     "Gemma2ForCausalLM": "gemma2",
     "Gemma3ForConditionalGeneration": "gemma3",
