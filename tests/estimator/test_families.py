@@ -215,3 +215,19 @@ def test_olmo_hybrid_keeps_kv_on_one_layer_in_four():
     assert kinds["attention"].cache_bytes == 8 * 2 * 30 * 128 * 2 * 1024 == 125_829_120
     assert kinds["gated_deltanet"].cache_bytes == 24 * (30 * 96 * 192 * 4 + 11_520 * 4 * 2)
     assert kinds["gated_deltanet"].cache_bytes == 55_296_000
+
+
+def test_jetmoe_counts_its_mixture_of_attention_by_hand():
+    """JetMoeConfig's defaults (validation/configs/defaults-jetmoe.json, no published config
+    found): hidden 2048, 12 layers, 16 KV heads of 128 (kv width 2048), 8 experts, top 2,
+    intermediate 5632, vocab 32000, tied. Per layer by hand: kv_proj 2048 · 4096 = 8,388,608;
+    MoA experts 8 · 2 · 2048 · 2048 = 67,108,864, its bias 2048 and router 2048 · 8 = 16,384;
+    MLP experts 8 · 3 · 2048 · 5632 = 276,824,064, bias 2048, router 16,384; two norms 4096.
+    12 layers + embedding 65,536,000 + final norm 2048 = 4,293,888,000 (transformers' count).
+    The KV cache holds the 16 shared KV heads: 2 · 12 · 2048 · 2 bytes per token."""
+    config = json.loads((VALIDATION_CONFIGS / "defaults-jetmoe.json").read_text())
+    layer = 8_388_608 + 67_108_864 + 2048 + 16_384 + 276_824_064 + 2048 + 16_384 + 4096
+    by_hand = 12 * layer + 32000 * 2048 + 2048
+    assert Architecture.from_hf_config(config).params_total == by_hand == 4_293_888_000
+    assert DATA["models"]["defaults-jetmoe"]["params_total"] == by_hand
+    assert _kv_cache_bytes("defaults-jetmoe", 1024) == 2 * 12 * 2048 * 2 * 1024

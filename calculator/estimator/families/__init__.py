@@ -35,6 +35,7 @@ FAMILY_MODULES = (
     "granite",
     "helium",
     "hybrid",
+    "jetmoe",
     "hunyuan",
     "kimi",
     "kimi_linear",

@@ -36,6 +36,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "Gemma4ForConditionalGeneration": "gemma4",
     "GraniteMoeSharedForCausalLM": "granitemoeshared",
     "HeliumForCausalLM": "helium",
+    "JetMoeForCausalLM": "jetmoe",
     "KimiLinearForCausalLM": "kimi_linear",
     "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Ministral3ForCausalLM": "ministral3",
