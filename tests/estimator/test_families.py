@@ -231,3 +231,17 @@ def test_jetmoe_counts_its_mixture_of_attention_by_hand():
     assert Architecture.from_hf_config(config).params_total == by_hand == 4_293_888_000
     assert DATA["models"]["defaults-jetmoe"]["params_total"] == by_hand
     assert _kv_cache_bytes("defaults-jetmoe", 1024) == 2 * 12 * 2048 * 2 * 1024
+
+
+def test_bamba_keeps_kv_only_at_its_attention_indices():
+    """validation/configs/defaults-bamba-attn-9-18-27.json (BambaConfig's defaults with Bamba-9B's
+    attention indices 9, 18, 27): those 3 layers keep 2 · 8 KV heads · 128 · 2 bytes per token;
+    the 29 Mamba-2 layers keep 128 heads · 64 · 128 fp32 state values and a conv window of
+    (8192 + 2 · 128) channels · 4 taps in bf16, whatever the length."""
+    config = json.loads((VALIDATION_CONFIGS / "defaults-bamba-attn-9-18-27.json").read_text())
+    result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=1024))
+    kinds = {kind.kind: kind for kind in result.layer_kinds}
+    assert kinds["attention"].layers == 3
+    assert kinds["attention"].cache_bytes == 3 * 2 * 8 * 128 * 2 * 1024
+    assert kinds["mamba2"].layers == 29
+    assert kinds["mamba2"].cache_bytes == 29 * (128 * 64 * 128 * 4 + (8192 + 256) * 4 * 2)

@@ -53,7 +53,7 @@ WANTED = {
     "olmoe", "flex_olmo", "exaone_moe", "arcee", "apertus", "bitnet", "afmoe", "cohere2_moe",
     "dots1", "lfm2_moe", "minimax", "longcat_flash",
     "phimoe", "dbrx", "minicpm3", "kimi_linear", "exaone", "olmo", "glm",
-    "olmo_hybrid", "falcon_mamba", "jetmoe",
+    "olmo_hybrid", "falcon_mamba", "jetmoe", "bamba",
 }  # fmt: skip
 
 

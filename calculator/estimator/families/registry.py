@@ -17,6 +17,7 @@ READERS: dict[str, Reader] = {}
 # built from that class, so it is read as that class's family.
 ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "BloomForCausalLM": "bloom",
+    "BambaForCausalLM": "bamba",
     "AfmoeForCausalLM": "afmoe",
     "ApertusForCausalLM": "apertus",
     "Cohere2MoeForCausalLM": "cohere2_moe",
