@@ -48,6 +48,7 @@ FAMILY_MODULES = (
     "mllama",
     "mistral",
     "mistral3",
+    "nemotron",
     "olmo",
     "opt",
     "phi",

@@ -80,6 +80,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "GlmForCausalLM": "glm",
     "Olmo3ForCausalLM": "olmo3",
     "OPTForCausalLM": "opt",
+    "NemotronForCausalLM": "nemotron",
     "PhiForCausalLM": "phi",
     "PhimoeForCausalLM": "phimoe",
     "MiniCPM3ForCausalLM": "minicpm3",
