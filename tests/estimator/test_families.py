@@ -130,3 +130,118 @@ def test_malformed_fields_are_config_errors_naming_them(change, field):
     with pytest.raises(ConfigError) as raised:
         Architecture.from_hf_config({**UNKNOWN, **change})
     assert raised.value.field == field
+
+
+def _kv_cache_bytes(config_name: str, seq_len: int) -> int:
+    config = json.loads((VALIDATION_CONFIGS / f"{config_name}.json").read_text())
+    request = EstimateRequest(model=ConfigModel(config=config), seq_len=seq_len)
+    result = estimate(request)
+    assert result.approximate is False
+    return result.breakdown.kv_cache
+
+
+def test_minicpm3_cache_is_mla_as_transformers_keeps_it():
+    """MiniCPM3-4B (validation/configs/minicpm3-4b.json, multi-head latent attention). The
+    transformers runtime keeps MLA's keys and values decompressed per head (the estimator's stated
+    assumption for DeepSeek too): per token and layer 40 heads · (key 64 + 32 = 96, value
+    hidden 2560 / 40 = 64) = 6,400 values; 62 layers · 6,400 · 2 bytes (bf16) · 4096 tokens =
+    3,250,585,600 bytes."""
+    assert _kv_cache_bytes("minicpm3-4b", 4096) == 62 * 40 * (96 + 64) * 2 * 4096 == 3_250_585_600
+
+
+def test_dbrx_reads_its_nested_attention_config():
+    """DBRX Instruct (validation/configs/dbrx-instruct.json): attn_config.kv_n_heads 8, head size
+    d_model 6144 / n_heads 48 = 128; K and V in each of n_layers 40 at bf16 for 4096 tokens:
+    2 · 40 · 8 · 128 · 2 bytes · 4096 = 671,088,640 bytes (0.625 GiB)."""
+    assert _kv_cache_bytes("dbrx-instruct", 4096) == 2 * 40 * 8 * 128 * 2 * 4096 == 671_088_640
+
+
+def test_phimoe_keeps_a_gqa_cache_and_counts_its_biases():
+    """Phi-3.5-MoE (validation/configs/phi-3.5-moe-instruct.json): 8 KV heads of 128 in 32
+    layers: 2 · 32 · 8 · 128 · 2 bytes · 4096 = 536,870,912 bytes (0.5 GiB). Its attention and
+    LM-head biases by hand: per layer q/k/v 4096 + 1024 + 1024 and o 4096 = 10,240, and the LM
+    head's 32,064; transformers (meta device, transformers 5.24) builds 41,873,153,344 parameters
+    with them and 41,872,793,600 with both flags false: 359,744 = 32 · 10,240 + 32,064."""
+    assert _kv_cache_bytes("phi-3.5-moe-instruct", 4096) == 2 * 32 * 8 * 128 * 2 * 4096
+    config = json.loads((VALIDATION_CONFIGS / "phi-3.5-moe-instruct.json").read_text())
+    unbiased = Architecture.from_hf_config(
+        config | {"attention_bias": False, "lm_head_bias": False}
+    )
+    assert Architecture.from_hf_config(config).params_total - unbiased.params_total == (
+        32 * 10_240 + 32_064
+    )
+    assert unbiased.params_total == 41_872_793_600
+
+
+def test_kimi_linear_keeps_kv_only_on_its_mla_layers():
+    """Kimi-Linear-48B-A3B (validation/configs/kimi-linear-48b-a3b.json): 7 MLA layers
+    (1-based 4, 8, ..., 24, 27) and 20 KDA layers. MLA as transformers keeps it: 32 heads ·
+    (key 128 + 64, value 128) per token and layer, 7 · 32 · 320 · 2 bytes · 4096 tokens =
+    587,202,560 bytes. Each KDA layer keeps 32 heads · 128 · 128 fp32 values (2,097,152 bytes)
+    and a conv window of 3 · 4096 channels · 4 taps in bf16 (98,304 bytes): 20 · 2,195,456 =
+    43,909,120 bytes, whatever the sequence length."""
+    config = json.loads((VALIDATION_CONFIGS / "kimi-linear-48b-a3b.json").read_text())
+    result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=4096))
+    kinds = {kind.kind: kind for kind in result.layer_kinds}
+    assert kinds["attention"].layers == 7
+    assert kinds["attention"].cache_bytes == 7 * 32 * (192 + 128) * 2 * 4096 == 587_202_560
+    assert kinds["gated_deltanet"].layers == 20
+    assert kinds["gated_deltanet"].cache_bytes == 20 * (32 * 128 * 128 * 4 + 3 * 4096 * 4 * 2)
+    assert result.breakdown.kv_cache == 587_202_560 + 43_909_120
+
+
+def test_olmo1_norms_hold_no_parameters():
+    """OLMo-1B-hf (validation/configs/olmo-1b-hf.json): ``OlmoLayerNorm`` has no weight or bias.
+    By hand: embedding 50304 · 2048 = 103,022,592 (tied, no LM head); per layer q/k/v/o
+    4 · 2048² = 16,777,216 and gate/up/down 3 · 2048 · 8192 = 50,331,648; 16 layers
+    1,073,741,824. Total 1,176,764,416, transformers' count in the dataset."""
+    config = json.loads((VALIDATION_CONFIGS / "olmo-1b-hf.json").read_text())
+    by_hand = 50304 * 2048 + 16 * (4 * 2048 * 2048 + 3 * 2048 * 8192)
+    assert Architecture.from_hf_config(config).params_total == by_hand == 1_176_764_416
+    assert DATA["models"]["olmo-1b-hf"]["params_total"] == by_hand
+
+
+def test_olmo_hybrid_keeps_kv_on_one_layer_in_four():
+    """OlmoHybridConfig's defaults (validation/configs/defaults-olmo_hybrid.json: 32 layers,
+    hidden 3840, 30 heads of 128, no published config found): full attention on layers 3, 7,
+    ..., 31 (8 layers) keeps 2 · 30 · 128 · 2 bytes per token; the 24 Gated DeltaNet layers keep
+    30 value heads · 96 (0.75 · 3840 / 30) · 192 fp32 values and a conv window of
+    (2 · 2880 + 5760) channels · 4 taps in bf16. At 1024 tokens: 8 · 2 · 30 · 128 · 2 · 1024
+    = 125,829,120 and 24 · (30 · 96 · 192 · 4 + 11,520 · 4 · 2) = 55,296,000 bytes."""
+    config = json.loads((VALIDATION_CONFIGS / "defaults-olmo_hybrid.json").read_text())
+    result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=1024))
+    kinds = {kind.kind: kind for kind in result.layer_kinds}
+    assert kinds["attention"].layers == 8
+    assert kinds["attention"].cache_bytes == 8 * 2 * 30 * 128 * 2 * 1024 == 125_829_120
+    assert kinds["gated_deltanet"].cache_bytes == 24 * (30 * 96 * 192 * 4 + 11_520 * 4 * 2)
+    assert kinds["gated_deltanet"].cache_bytes == 55_296_000
+
+
+def test_jetmoe_counts_its_mixture_of_attention_by_hand():
+    """JetMoeConfig's defaults (validation/configs/defaults-jetmoe.json, no published config
+    found): hidden 2048, 12 layers, 16 KV heads of 128 (kv width 2048), 8 experts, top 2,
+    intermediate 5632, vocab 32000, tied. Per layer by hand: kv_proj 2048 · 4096 = 8,388,608;
+    MoA experts 8 · 2 · 2048 · 2048 = 67,108,864, its bias 2048 and router 2048 · 8 = 16,384;
+    MLP experts 8 · 3 · 2048 · 5632 = 276,824,064, bias 2048, router 16,384; two norms 4096.
+    12 layers + embedding 65,536,000 + final norm 2048 = 4,293,888,000 (transformers' count).
+    The KV cache holds the 16 shared KV heads: 2 · 12 · 2048 · 2 bytes per token."""
+    config = json.loads((VALIDATION_CONFIGS / "defaults-jetmoe.json").read_text())
+    layer = 8_388_608 + 67_108_864 + 2048 + 16_384 + 276_824_064 + 2048 + 16_384 + 4096
+    by_hand = 12 * layer + 32000 * 2048 + 2048
+    assert Architecture.from_hf_config(config).params_total == by_hand == 4_293_888_000
+    assert DATA["models"]["defaults-jetmoe"]["params_total"] == by_hand
+    assert _kv_cache_bytes("defaults-jetmoe", 1024) == 2 * 12 * 2048 * 2 * 1024
+
+
+def test_bamba_keeps_kv_only_at_its_attention_indices():
+    """validation/configs/defaults-bamba-attn-9-18-27.json (BambaConfig's defaults with Bamba-9B's
+    attention indices 9, 18, 27): those 3 layers keep 2 · 8 KV heads · 128 · 2 bytes per token;
+    the 29 Mamba-2 layers keep 128 heads · 64 · 128 fp32 state values and a conv window of
+    (8192 + 2 · 128) channels · 4 taps in bf16, whatever the length."""
+    config = json.loads((VALIDATION_CONFIGS / "defaults-bamba-attn-9-18-27.json").read_text())
+    result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=1024))
+    kinds = {kind.kind: kind for kind in result.layer_kinds}
+    assert kinds["attention"].layers == 3
+    assert kinds["attention"].cache_bytes == 3 * 2 * 8 * 128 * 2 * 1024
+    assert kinds["mamba2"].layers == 29
+    assert kinds["mamba2"].cache_bytes == 29 * (128 * 64 * 128 * 4 + (8192 + 256) * 4 * 2)

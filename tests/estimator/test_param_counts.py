@@ -52,6 +52,9 @@ WANTED = {
     "cwm", "helium", "internlm3", "ministral3", "vaultgemma", "granitemoeshared",
     "olmoe", "flex_olmo", "exaone_moe", "arcee", "apertus", "bitnet", "afmoe", "cohere2_moe",
     "dots1", "lfm2_moe", "minimax", "longcat_flash",
+    "phimoe", "dbrx", "minicpm3", "kimi_linear", "exaone", "olmo", "glm",
+    "olmo_hybrid", "falcon_mamba", "jetmoe", "bamba",
+    "nemotron",
 }  # fmt: skip
 
 

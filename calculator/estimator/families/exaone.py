@@ -1,4 +1,5 @@
-"""EXAONE 4.0 (``modeling_exaone4.py``) and EXAONE MoE (``modeling_exaone_moe.py``)."""
+"""EXAONE 3.0 / 3.5 (``configuration_exaone.py``), EXAONE 4.0 (``modeling_exaone4.py``) and EXAONE
+MoE (``modeling_exaone_moe.py``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,17 @@ from calculator.estimator.architecture import (
 )
 from calculator.estimator.families.llama import read_llama_like
 from calculator.estimator.families.registry import register
+
+
+@register("exaone")
+def read_exaone(c: ConfigFields) -> Architecture:
+    """EXAONE 3.x: ``ExaoneConfig`` is Llama's config under EXAONE's names (``num_layers``,
+    ``activation_function``, ``layer_norm_epsilon``) and transformers builds it as
+    ``LlamaForCausalLM``; the Llama reader already accepts ``num_layers``."""
+    raw = dict(c.raw)
+    if "hidden_act" not in raw and "activation_function" in raw:
+        raw["hidden_act"] = raw["activation_function"]
+    return read_llama_like(ConfigFields(raw))
 
 
 @register("exaone4")

@@ -1,4 +1,5 @@
-"""Zhipu GLM-4 (``modeling_glm4.py``) and GLM-4.5 / 4.6 (``modeling_glm4_moe.py``)."""
+"""Zhipu GLM-4 0414 (``modeling_glm4.py``), GLM-4 9B chat (``modeling_glm.py``) and GLM-4.5 / 4.6
+(``modeling_glm4_moe.py``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,18 @@ def read_glm4(c: ConfigFields) -> Architecture:
             "post_norms_per_layer": 2,
         }
     )
+
+
+@register("glm")
+def read_glm(c: ConfigFields) -> Architecture:
+    """GLM-4 9B / GLM-Edge (``modeling_glm.py``): Llama's two RMSNorms per layer, biases on q/k/v
+    (``attention_bias``, default true) but not on o, a fused bias-free gate_up MLP (the same
+    parameters as separate gate and up), and ``head_dim`` 128 unless the config says otherwise
+    (``GlmConfig``'s default, not hidden / heads)."""
+    if not c.has("head_dim"):
+        c = ConfigFields({**c.raw, "head_dim": 128})
+    arch = read_llama_like(c)
+    return arch.model_copy(update={"qkv_bias": c.flag("attention_bias", True), "o_bias": False})
 
 
 @register("glm4_moe")

@@ -214,3 +214,24 @@ def read_granitemoehybrid(c: ConfigFields) -> Architecture:
     else:
         fields.update(intermediate_size=shared, **common)
     return Architecture(**fields)
+
+
+@register("bamba")
+def read_bamba(c: ConfigFields) -> Architecture:
+    """Bamba (``modeling_bamba.py``): Granite 4.0-H's layer without experts. Mamba-2 mixers
+    everywhere except the ``attn_layer_indices`` attention layers, a SwiGLU MLP of
+    ``intermediate_size`` in every layer; ``mamba_d_head`` "auto" is mamba_expand × hidden /
+    mamba_n_heads (``BambaConfig``)."""
+    c.require("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+    layers = c.positive("num_hidden_layers")
+    attention = set(c.integers("attn_layer_indices"))
+    raw = {k: v for k, v in c.raw.items() if v is not None}
+    raw["layer_types"] = ["attention" if i in attention else "mamba" for i in range(layers)]
+    raw["shared_intermediate_size"] = c.positive("intermediate_size")
+    raw["num_local_experts"] = 0
+    if raw.get("mamba_d_head", "auto") == "auto":
+        heads = c.positive("mamba_n_heads", default=128)
+        raw["mamba_d_head"] = (
+            c.positive("mamba_expand", default=2) * c.positive("hidden_size") // heads
+        )
+    return read_granitemoehybrid(ConfigFields(raw))

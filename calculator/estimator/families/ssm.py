@@ -126,6 +126,14 @@ def read_mamba(c: ConfigFields) -> Architecture:
     return _ssm_only(c, mamba_mixer(c, c.positive("hidden_size")), tied_default=True)
 
 
+@register("falcon_mamba")
+def read_falcon_mamba(c: ConfigFields) -> Architecture:
+    """Falcon Mamba (``modeling_falcon_mamba.py``): Mamba's layer; the RMSNorms it adds on dt, B
+    and C inside the mixer carry no weights, so the parameters are Mamba's."""
+    c.require("hidden_size", "num_hidden_layers", "vocab_size")
+    return _ssm_only(c, mamba_mixer(c, c.positive("hidden_size")), tied_default=True)
+
+
 @register("mamba2")
 def read_mamba2(c: ConfigFields) -> Architecture:
     """Mamba-2: every layer an RMSNorm and an SSD mixer."""
