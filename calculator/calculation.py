@@ -23,6 +23,7 @@ from calculator.estimator import (
     EstimateResult,
     resolve_architecture,
 )
+from calculator.estimator.checkpoint import CheckpointQuantization, checkpoint_quantization
 from calculator.estimator.core import llama_cpp_options, vllm_options
 from calculator.estimator.runtimes import (
     commands,
@@ -171,6 +172,7 @@ class Calculation:
             "gpu": self.gpu,
             "context_beyond": self.context_beyond,
             "runtime_buffers": self.runtime_buffers,
+            "checkpoint_mismatch": self.checkpoint_mismatch,
             "ready_commands": self.ready_commands,
         }
         if self.gpu is not None:
@@ -303,10 +305,38 @@ class Calculation:
                 "vllm_serve",
                 "vllm serve",
                 commands.vllm_serve_command(
-                    repo or "<org/model>", vllm_options(self.request), self.request.tensor_parallel
+                    repo or "<org/model>",
+                    self._vllm_command_options(),
+                    self.request.tensor_parallel,
                 ),
             )
         ]
+
+    def _vllm_command_options(self) -> Any:
+        """vLLM reads a checkpoint's own quantization_config: the flag is written only when the
+        user chose one (a flag that contradicts the checkpoint stops vLLM at start)."""
+        options = vllm_options(self.request)
+        if self.request.vllm is not None and self.request.vllm.quantization is None:
+            options = options.model_copy(update={"quantization": "none"})
+        return options
+
+    @cached_property
+    def checkpoint(self) -> CheckpointQuantization | None:
+        """How the published checkpoint stores its weights, when it is pre-quantized."""
+        if not isinstance(self.request.model, ConfigModel):
+            return None
+        return checkpoint_quantization(self.request.model.config)
+
+    @property
+    def checkpoint_mismatch(self) -> CheckpointQuantization | None:
+        """A pre-quantized checkpoint estimated at another precision than it is stored in (the
+        transformers runtime loads it as stored)."""
+        stored = self.checkpoint
+        if stored is None or self.runtime != "transformers" or self.request.mode != "inference":
+            return None
+        if stored.precision == self.request.precision or self.request.mode == "qlora":
+            return None
+        return stored
 
     # --- the part loaded after: levers, advice, the GPU list --------------------------
     def advice(self) -> dict[str, Any]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 from calculator.estimator import activations as act
 from calculator.estimator.architecture import Architecture, ConfigError, RecurrentState
+from calculator.estimator.checkpoint import checkpoint_quantization
 from calculator.estimator.kv_cache import (
     cached_tokens,
     kv_cache_bytes,
@@ -25,7 +27,7 @@ from calculator.estimator.overheads import (
 from calculator.estimator.parallelism import Plan, plan_for
 from calculator.estimator.precision import BYTES_PER_ELEMENT, WEIGHT_FORMATS, compute_dtype
 from calculator.estimator.runtimes.llama_cpp import LlamaCppOptions, estimate_llama_cpp
-from calculator.estimator.runtimes.vllm import VllmOptions, estimate_vllm
+from calculator.estimator.runtimes.vllm import Quantization, VllmOptions, estimate_vllm
 from calculator.estimator.schemas import (
     Assumption,
     Breakdown,
@@ -188,7 +190,8 @@ def llama_cpp_options(request: EstimateRequest) -> LlamaCppOptions:
 
 
 def vllm_options(request: EstimateRequest) -> VllmOptions:
-    """vLLM's options for one tensor-parallel rank of the request."""
+    """vLLM's options for one tensor-parallel rank of the request; without a ``quantization``,
+    what the checkpoint's quantization_config says (as vLLM reads it)."""
     settings = request.vllm
     if settings is None or settings.gpu_memory_bytes is None:  # the request validator's job
         raise ValueError("the vllm runtime needs vllm.gpu_memory_bytes")
@@ -199,11 +202,18 @@ def vllm_options(request: EstimateRequest) -> VllmOptions:
         max_num_seqs=settings.max_num_seqs,
         max_num_batched_tokens=settings.max_num_batched_tokens,
         kv_cache_dtype=settings.kv_cache_dtype,
-        quantization=settings.quantization or "none",
+        quantization=settings.quantization or _checkpoint_vllm_quantization(request),
         enforce_eager=settings.enforce_eager,
         block_size=settings.block_size,
         tensor_parallel=request.tensor_parallel,
     )
+
+
+def _checkpoint_vllm_quantization(request: EstimateRequest) -> Quantization:
+    if not isinstance(request.model, ConfigModel):
+        return "none"
+    stored = checkpoint_quantization(request.model.config)
+    return cast("Quantization", stored.vllm) if stored else "none"
 
 
 def _llama_cpp(request: EstimateRequest, arch: Architecture, notes: _Notes) -> EstimateResult:

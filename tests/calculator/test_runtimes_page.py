@@ -188,3 +188,18 @@ def test_cli_takes_the_runtime_and_a_gpu(tmp_path):
     with pytest.raises(CommandError) as refused:
         call_command("estimate", "--json", str(path), stdout=io.StringIO(), stderr=io.StringIO())
     assert refused.value.returncode == 2
+
+
+def test_a_pre_quantized_checkpoint_at_another_precision_is_flagged(client):
+    # deepseek-ai/DeepSeek-V3 config.json: "quantization_config": {"quant_method": "fp8", ...}
+    flagged = client.get("/?model=DeepSeek+V3&precision=bf16&gpus=8&tp=8&gpu=h200-sxm-141gb")
+    assert "published pre-quantized (fp8)" in text(flagged)
+    matched = client.get("/?model=DeepSeek+V3&precision=fp8&gpus=8&tp=8&gpu=h200-sxm-141gb")
+    assert "published pre-quantized" not in text(matched)
+
+
+def test_the_vllm_command_leaves_the_checkpoint_format_to_vllm(client):
+    response = client.get("/?model=DeepSeek+V3&runtime=vllm&gpus=8&tp=8&gpu=h200-sxm-141gb&seq=8192")
+    command = next(c for c in response.context["ready_commands"] if c.key == "vllm_serve")
+    assert "--quantization" not in command.text
+    assert "--tensor-parallel-size 8" in command.text
