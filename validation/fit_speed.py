@@ -16,19 +16,21 @@ import itertools
 import json
 import math
 import statistics
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from calculator.estimator import ConfigModel, EstimateRequest, estimate
+from calculator.estimator import EstimateRequest, EstimateResult, estimate
 from calculator.estimator.architecture import Architecture
-from calculator.estimator.runtimes import LlamaCppOptions, estimate_llama_cpp
+from calculator.estimator.runtimes import LlamaCppOptions, LlamaCppResult, estimate_llama_cpp
 from calculator.estimator.speed import (
-    FITTED,
     Efficiency,
     GpuPerformance,
+    Runtime,
+    efficiency_for,
     estimate_speed,
     static_batch_seconds,
 )
@@ -61,6 +63,7 @@ def gpu_performance(
         interconnect=entry.get("interconnect") or "pcie",
         interconnect_gb_s=entry.get("interconnect_gb_s"),
         count=count,
+        memory_type=entry.get("memory_type") or "",
         unified_memory=bool(entry.get("unified_memory")),
         vendor=entry["vendor"]
         if entry["vendor"] in {"nvidia", "amd", "intel", "apple"}
@@ -79,72 +82,86 @@ def request_for(slug: str, **fields: Any) -> EstimateRequest:
 
 @dataclass(frozen=True)
 class Case:
-    """One published figure and how to predict it from a set of factors."""
+    """One published figure, and what ``estimate_speed`` needs to predict it."""
 
     id: str
     group: str
     metric: str
     published: float
     source: str
-    predict: Callable[[Efficiency], float | None]
+    arch: Architecture
+    request: EstimateRequest
+    result: EstimateResult
+    gpu: GpuPerformance
+    runtime: Runtime = "transformers"
+    llama_cpp: LlamaCppResult | None = None
+    prompt_tokens: int | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
 
     @property
     def held_out(self) -> bool:
         return held_out(f"{self.id}:{self.metric}")
 
+    def predict(self, eff: Efficiency) -> float | None:
+        if self.metric == "throughput":
+            seconds = static_batch_seconds(
+                self.arch,
+                self.request,
+                self.result,
+                self.gpu,
+                input_tokens=self.input_tokens,
+                output_tokens=self.output_tokens,
+                efficiency=eff,
+            )
+            tokens = self.request.batch_size * self.output_tokens
+            return float(tokens / seconds / self.request.tensor_parallel)
+        speed = estimate_speed(
+            self.arch,
+            self.request,
+            self.result,
+            self.gpu,
+            runtime=self.runtime,
+            llama_cpp=self.llama_cpp,
+            prompt_tokens=self.prompt_tokens,
+            concurrency=1,
+            efficiency=eff,
+        )
+        return {
+            "tg": speed.decode_tokens_per_s_total,
+            "pp": speed.prefill_tokens_per_s,
+            "ttft": speed.time_to_first_token_s,
+            "tokens_per_s_per_gpu": speed.training_tokens_per_s_per_gpu,
+        }[self.metric]
+
 
 def llama_cases() -> Iterable[Case]:
-    rows = json.loads((PUBLISHED / "speed_llama_bench.json").read_text())["rows"]
-    for row in rows:
-        backend = BACKENDS[row["backend"]]
-        gpu = gpu_performance(row["gpu"], row["count"])
+    for row in json.loads((PUBLISHED / "speed_llama_bench.json").read_text())["rows"]:
         arch = architecture(row["model"])
         n_ctx = max(row["tg_tokens"], row["pp_tokens"]) + 256
         options = LlamaCppOptions(gguf_type=row["gguf_type"], n_ctx=n_ctx, n_parallel=1)
-        lcpp = estimate_llama_cpp(arch, options)
         request = request_for(row["model"], precision="bf16", seq_len=row["tg_tokens"])
-        result = estimate(request)
-        group = f"llama_cpp/{backend}"
-
-        def speed(eff: Efficiency, row: dict[str, Any] = row, **kw: Any) -> Any:
-            return estimate_speed(
-                arch,
-                kw["request"],
-                kw["result"],
-                kw["gpu"],
-                runtime="llama_cpp",
-                llama_cpp=kw["lcpp"],
-                prompt_tokens=row["pp_tokens"],
-                concurrency=1,
-                efficiency=eff,
-            )
-
-        bound = {"request": request, "result": result, "gpu": gpu, "lcpp": lcpp}
+        common = {
+            "id": row["id"],
+            "group": f"llama_cpp/{BACKENDS[row['backend']]}/{gpu_performance(row['gpu']).memory_class}",
+            "source": row["source"],
+            "arch": arch,
+            "request": request,
+            "result": estimate(request),
+            "gpu": gpu_performance(row["gpu"], row["count"]),
+            "runtime": "llama_cpp",
+            "llama_cpp": estimate_llama_cpp(arch, options),
+            "prompt_tokens": row["pp_tokens"],
+        }
         if row.get("tg_tokens_per_s"):
-            yield Case(
-                row["id"],
-                group,
-                "tg",
-                row["tg_tokens_per_s"],
-                row["source"],
-                lambda eff, b=bound, f=speed: f(eff, **b).decode_tokens_per_s_total,
-            )
+            yield Case(metric="tg", published=row["tg_tokens_per_s"], **common)
         if row.get("pp_tokens_per_s"):
-            yield Case(
-                row["id"],
-                group,
-                "pp",
-                row["pp_tokens_per_s"],
-                row["source"],
-                lambda eff, b=bound, f=speed: f(eff, **b).prefill_tokens_per_s,
-            )
+            yield Case(metric="pp", published=row["pp_tokens_per_s"], **common)
 
 
 def serving_cases() -> Iterable[Case]:
     data = json.loads((PUBLISHED / "speed_serving.json").read_text())
     for row in data["rows"]:
-        gpu = gpu_performance(row["gpu"], row["tensor_parallel"])
-        arch = architecture(row["model"])
         request = request_for(
             row["model"],
             precision=row["precision"],
@@ -154,33 +171,21 @@ def serving_cases() -> Iterable[Case]:
             num_gpus=row["tensor_parallel"],
             tensor_parallel=row["tensor_parallel"],
         )
-        result = estimate(request)
-
-        def throughput(eff: Efficiency, row: dict[str, Any] = row, **kw: Any) -> float:
-            seconds = static_batch_seconds(
-                arch,
-                kw["request"],
-                kw["result"],
-                kw["gpu"],
-                input_tokens=row["input_tokens"],
-                output_tokens=row["output_tokens"],
-                efficiency=eff,
-            )
-            tokens = row["batch_size"] * row["output_tokens"]
-            return float(tokens / seconds / row["tensor_parallel"])
-
-        bound = {"request": request, "result": result, "gpu": gpu}
         yield Case(
-            row["id"],
-            "serving/cuda",
-            "throughput",
-            row["output_tokens_per_s_per_gpu"],
-            row["source"],
-            lambda eff, b=bound, f=throughput: f(eff, **b),
+            id=row["id"],
+            group="serving/cuda/hbm",
+            metric="throughput",
+            published=row["output_tokens_per_s_per_gpu"],
+            source=row["source"],
+            arch=architecture(row["model"]),
+            request=request,
+            result=estimate(request),
+            gpu=gpu_performance(row["gpu"], row["tensor_parallel"]),
+            runtime="vllm",
+            input_tokens=row["input_tokens"],
+            output_tokens=row["output_tokens"],
         )
     for row in data["latency_rows"]:
-        gpu = gpu_performance(row["gpu"], row["tensor_parallel"])
-        arch = architecture(row["model"])
         request = request_for(
             row["model"],
             precision=row["precision"],
@@ -188,22 +193,17 @@ def serving_cases() -> Iterable[Case]:
             num_gpus=row["tensor_parallel"],
             tensor_parallel=row["tensor_parallel"],
         )
-        result = estimate(request)
-        bound = {"request": request, "result": result, "gpu": gpu}
-
-        def ttft(eff: Efficiency, **kw: Any) -> float | None:
-            speed = estimate_speed(
-                arch, kw["request"], kw["result"], kw["gpu"], runtime="vllm", efficiency=eff
-            )
-            return speed.time_to_first_token_s
-
         yield Case(
-            row["id"],
-            "serving/cuda",
-            "ttft",
-            row["time_to_first_token_s"],
-            row["source"],
-            lambda eff, b=bound, f=ttft: f(eff, **b),
+            id=row["id"],
+            group="serving/cuda/hbm",
+            metric="ttft",
+            published=row["time_to_first_token_s"],
+            source=row["source"],
+            arch=architecture(row["model"]),
+            request=request,
+            result=estimate(request),
+            gpu=gpu_performance(row["gpu"], row["tensor_parallel"]),
+            runtime="vllm",
         )
 
 
@@ -211,8 +211,6 @@ def training_cases() -> Iterable[Case]:
     for row in json.loads((PUBLISHED / "speed_training.json").read_text())["rows"]:
         if row["precision"] != "bf16":
             continue
-        gpu = gpu_performance(row["gpu"], row["num_gpus"], row.get("gpu_spec"))
-        arch = architecture(row["model"])
         request = request_for(
             row["model"],
             mode="pretrain",
@@ -223,20 +221,16 @@ def training_cases() -> Iterable[Case]:
             zero_stage=3,
             gradient_checkpointing=row["activation_checkpointing"] == "full",
         )
-        result = estimate(request)
-        bound = {"request": request, "result": result, "gpu": gpu}
-
-        def tps(eff: Efficiency, **kw: Any) -> float | None:
-            speed = estimate_speed(arch, kw["request"], kw["result"], kw["gpu"], efficiency=eff)
-            return speed.training_tokens_per_s_per_gpu
-
         yield Case(
-            row["id"],
-            "training/cuda",
-            "tokens_per_s_per_gpu",
-            row["tokens_per_s_per_gpu"],
-            row["source"],
-            lambda eff, b=bound, f=tps: f(eff, **b),
+            id=row["id"],
+            group="training/cuda/hbm",
+            metric="tokens_per_s_per_gpu",
+            published=row["tokens_per_s_per_gpu"],
+            source=row["source"],
+            arch=architecture(row["model"]),
+            request=request,
+            result=estimate(request),
+            gpu=gpu_performance(row["gpu"], row["num_gpus"], row.get("gpu_spec")),
         )
 
 
@@ -245,8 +239,10 @@ def all_cases() -> list[Case]:
 
 
 def factors_for(group: str) -> Efficiency:
-    runtime, backend = group.split("/")
-    return FITTED.get((runtime, backend)) or FITTED[(runtime, "cuda")]
+    runtime, backend, memory_class = group.split("/")
+    if backend in NOT_FITTED_BACKENDS:
+        backend = "cuda"
+    return efficiency_for(runtime, backend, memory_class)  # type: ignore[arg-type]
 
 
 def relative_error(case: Case, eff: Efficiency) -> float | None:
@@ -266,18 +262,31 @@ def _loss(cases: list[Case], eff: Efficiency) -> float:
     return statistics.median(logs) if logs else math.inf
 
 
-GRIDS: dict[str, dict[str, list[float]]] = {
+# Where a group has no rows for a factor, it keeps this neutral value (and the estimator never
+# uses it: no TFLOPS means no prefill estimate). Vulkan rows are evaluated with the CUDA factors
+# of the same GPU, as the estimator (which does not know the backend a user builds) would.
+START = Efficiency(decode_bandwidth=0.75, prefill_compute=0.5, step_overhead_s=0.001)
+NOT_FITTED_BACKENDS = {"vulkan"}
+
+GRIDS: dict[str, dict[str, list[Any]]] = {
     "tg": {
         "decode_bandwidth": [x / 100 for x in range(30, 101, 2)],
         "step_overhead_s": [x / 10_000 for x in range(0, 31, 2)],
     },
-    "pp": {"prefill_compute": [x / 100 for x in range(4, 101, 2)]},
+    "pp": {
+        "prefill_compute": [x / 100 for x in range(10, 101, 5)],
+        "compute_ceiling_tflops": [None, *range(40, 401, 20)],
+        "quantized_prefill": [x / 100 for x in range(40, 121, 10)],
+    },
     "ttft": {"prefill_compute": [x / 100 for x in range(4, 101, 2)]},
     "throughput": {
         "decode_bandwidth": [x / 100 for x in range(30, 101, 5)],
         "step_overhead_s": [x / 10_000 for x in range(0, 51, 5)],
     },
-    "tokens_per_s_per_gpu": {"training_flops": [x / 100 for x in range(10, 101, 1)]},
+    "tokens_per_s_per_gpu": {
+        "training_flops": [x / 100 for x in range(20, 101, 2)],
+        "training_traffic": [x / 2 for x in range(0, 41)],
+    },
 }
 
 
@@ -286,12 +295,16 @@ def fit(cases: list[Case]) -> dict[str, Efficiency]:
     of GRIDS (decode factors before the throughput rows that also depend on prefill)."""
     fitted: dict[str, Efficiency] = {}
     for group in sorted({case.group for case in cases}):
-        eff = factors_for(group)
+        if group.split("/")[1] in NOT_FITTED_BACKENDS:
+            continue
+        eff = START
         for metric, grid in GRIDS.items():
             train = [c for c in cases if c.group == group and c.metric == metric and not c.held_out]
             if not train:
                 continue
             names = list(grid)
+            if not any(case.predict(eff) is not None for case in train):
+                continue
             best = min(
                 itertools.product(*grid.values()),
                 key=lambda values: _loss(
@@ -299,14 +312,55 @@ def fit(cases: list[Case]) -> dict[str, Efficiency]:
                 ),
             )
             eff = eff.model_copy(update=dict(zip(names, best, strict=True)))
-        fitted[group] = eff
+        counts = {
+            metric: sum(
+                1
+                for c in cases
+                if c.group == group
+                and c.metric == metric
+                and not c.held_out
+                and c.predict(eff) is not None
+            )
+            for metric in GRIDS
+        }
+        rows = ", ".join(f"{n} {metric}" for metric, n in counts.items() if n)
+        fitted[group] = eff.model_copy(update={"fitted_on": f"{rows} published rows"})
     return fitted
+
+
+def fitted_source(factors: dict[str, Efficiency]) -> str:
+    """The ``FITTED`` table as Python, to paste into calculator/estimator/speed.py."""
+    lines = ["FITTED: dict[tuple[str, str], Efficiency] = {"]
+    defaults = Efficiency(decode_bandwidth=1, prefill_compute=1, step_overhead_s=0)
+    for group, eff in factors.items():
+        runtime, backend, memory_class = group.split("/")
+        changed = {
+            name: value
+            for name, value in eff.model_dump().items()
+            if value != getattr(defaults, name)
+            or name
+            in Efficiency.model_fields.keys()
+            - {
+                "compute_ceiling_tflops",
+                "quantized_prefill",
+                "training_flops",
+                "training_traffic",
+                "host_bandwidth",
+                "allreduce_latency_s",
+                "fitted_on",
+            }
+        }
+        body = ", ".join(f"{name}={value!r}" for name, value in changed.items())
+        lines.append(f'    ("{runtime}", "{backend}/{memory_class}"): Efficiency({body}),')
+    lines.append("}")
+    return "\n".join(lines)
 
 
 def report(cases: list[Case], factors: dict[str, Efficiency]) -> list[dict[str, Any]]:
     table = []
     for case in cases:
-        error = relative_error(case, factors.get(case.group) or factors_for(case.group))
+        group = case.group.replace("/vulkan/", "/cuda/")
+        error = relative_error(case, factors.get(group) or factors_for(case.group))
         table.append(
             {
                 "id": case.id,
@@ -352,6 +406,12 @@ def main() -> None:
     for group, eff in factors.items():
         print(group, eff.model_dump(exclude={"fitted_on"}))
     table = report(cases, factors)
+    if "--python" in sys.argv:
+        print(fitted_source(factors))
+    if "-v" in sys.argv:
+        for row in table:
+            error = "n/a" if row["error"] is None else f"{row['error']:+.1%}"
+            print(row["group"], row["metric"], row["split"], row["id"], row["published"], error)
     for split in ("train", "held-out"):
         print(f"\n{split}: group | metric | rows | median |error| | worst (id)")
         for (group, metric), (n, median, worst, worst_id) in summary(table, split).items():

@@ -32,6 +32,7 @@ Runtime = Literal["transformers", "llama_cpp", "vllm"]
 Interconnect = Literal["nvlink", "infinity_fabric", "pcie", "ethernet", "unified", "none"]
 Vendor = Literal["nvidia", "amd", "intel", "apple", "other"]
 Backend = Literal["cuda", "rocm", "metal", "sycl"]
+MemoryClass = Literal["hbm", "gddr", "unified"]
 
 GB = 1e9
 TERA = 1e12
@@ -42,6 +43,8 @@ DEFAULT_HOST_MEMORY_BANDWIDTH_GB_S = 89.6
 # NVIDIA A100 datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf): TF32 156 TFLOPS
 # dense vs BF16 312, so fp32 matmuls (TF32 tensor cores) run at half the BF16 rate.
 FP32_RATE_OF_BF16 = 0.5
+# llama.cpp's default micro-batch (-ub 512), the unit its pipeline passes between GPUs.
+LLAMA_CPP_UBATCH = 512
 # Assumed, not fitted (no published transformers generate() timings were collected): eager
 # PyTorch launches a few hundred kernels per token from Python.
 TRANSFORMERS_STEP_OVERHEAD_S = 0.008
@@ -66,6 +69,15 @@ class GpuPerformance(_Frozen):
     count: int = Field(default=1, ge=1, le=65_536)
     unified_memory: bool = False
     vendor: Vendor = "nvidia"
+    memory_type: str = Field(default="", description="HBM3, GDDR6X, LPDDR5 ... (catalogue).")
+
+    @property
+    def memory_class(self) -> MemoryClass:
+        """Data-centre HBM parts and GDDR cards reach different shares of their bandwidth in
+        the same runtime (lower clocks, larger launch latency), so factors are fitted per class."""
+        if self.unified_memory:
+            return "unified"
+        return "hbm" if self.memory_type.upper().startswith("HBM") else "gddr"
 
     @property
     def backend(self) -> Backend:
@@ -79,9 +91,24 @@ class Efficiency(_Frozen):
 
     decode_bandwidth: float = Field(gt=0, le=1, description="Achieved / peak bandwidth, decode.")
     prefill_compute: float = Field(gt=0, le=1, description="Achieved / peak FLOPS, prefill.")
+    compute_ceiling_tflops: float | None = Field(
+        default=None,
+        gt=0,
+        description="A runtime's own limit on matmul throughput, whatever the GPU: achieved "
+        "FLOPS = 1 / (1 / (peak × prefill_compute) + 1 / ceiling).",
+    )
     step_overhead_s: float = Field(ge=0, description="Fixed cost per decode step (launches).")
+    quantized_prefill: float = Field(
+        default=1.0, gt=0, le=2, description="llama.cpp: quantized ÷ F16 prompt speed."
+    )
     training_flops: float = Field(
         default=0.4, gt=0, le=1, description="Hardware FLOPs utilisation in training."
+    )
+    training_traffic: float = Field(
+        default=0.0,
+        ge=0,
+        description="Memory-bound training traffic, in passes over the 34·h bytes of activations "
+        "each layer stores per token (Korthikanti et al. 2022, arXiv:2205.05198 §4.1).",
     )
     host_bandwidth: float = Field(
         default=0.6, gt=0, le=1, description="Achieved / peak host RAM bandwidth (CPU layers)."
@@ -93,44 +120,65 @@ class Efficiency(_Frozen):
 # Values printed by `validation/fit_speed.py` from the training split of
 # validation/published/speed_*.json; rerun it and copy its output here when rows change.
 FITTED: dict[tuple[str, str], Efficiency] = {
-    ("llama_cpp", "cuda"): Efficiency(
-        decode_bandwidth=0.78,
-        prefill_compute=0.3,
-        step_overhead_s=0.0012,
-        fitted_on="speed_llama_bench.json (CUDA rows)",
+    ("llama_cpp", "cuda/gddr"): Efficiency(
+        decode_bandwidth=0.84,
+        prefill_compute=0.95,
+        compute_ceiling_tflops=160,
+        step_overhead_s=0.002,
+        quantized_prefill=1.1,
+        fitted_on="35 tg, 30 pp published rows",
     ),
-    ("llama_cpp", "metal"): Efficiency(
-        decode_bandwidth=0.7,
+    ("llama_cpp", "cuda/hbm"): Efficiency(
+        decode_bandwidth=0.5,
+        prefill_compute=1.0,
+        compute_ceiling_tflops=220,
+        step_overhead_s=0.0028,
+        quantized_prefill=0.5,
+        fitted_on="14 tg, 14 pp published rows",
+    ),
+    ("llama_cpp", "metal/unified"): Efficiency(
+        decode_bandwidth=0.82,
+        prefill_compute=0.5,
+        step_overhead_s=0.0028,
+        fitted_on="3 tg published rows",
+    ),
+    ("llama_cpp", "rocm/gddr"): Efficiency(
+        decode_bandwidth=0.52,
+        prefill_compute=0.5,
+        step_overhead_s=0.0002,
+        fitted_on="1 tg published rows",
+    ),
+    ("serving", "cuda/hbm"): Efficiency(
+        decode_bandwidth=0.9,
+        prefill_compute=0.38,
+        step_overhead_s=0.0015,
+        fitted_on="7 ttft, 13 throughput published rows",
+    ),
+    ("training", "cuda/hbm"): Efficiency(
+        decode_bandwidth=0.75,
         prefill_compute=0.5,
         step_overhead_s=0.001,
-        fitted_on="speed_llama_bench.json (Metal rows)",
-    ),
-    ("serving", "cuda"): Efficiency(
-        decode_bandwidth=0.75,
-        prefill_compute=0.5,
-        step_overhead_s=0.002,
-        fitted_on="speed_serving.json",
-    ),
-    ("training", "cuda"): Efficiency(
-        decode_bandwidth=0.75,
-        prefill_compute=0.5,
-        step_overhead_s=0.0,
-        training_flops=0.45,
-        fitted_on="speed_training.json",
+        training_flops=0.62,
+        training_traffic=14.5,
+        fitted_on="6 tokens_per_s_per_gpu published rows",
     ),
 }
 
 
 def efficiency_for(
-    runtime: Runtime | Literal["serving", "training"], backend: Backend
+    runtime: Runtime | Literal["serving", "training"],
+    backend: Backend,
+    memory_class: MemoryClass = "gddr",
 ) -> Efficiency:
-    """The fitted factors for a runtime and backend; CUDA's where a backend has no rows.
+    """The fitted factors for a runtime, backend and memory class; CUDA's (same class, else the
+    other) where a backend or class has no published rows.
 
     transformers decodes through the same cuBLAS/FlashAttention kernels the serving engines use, so
     it shares the serving factors, with a larger per-step cost: eager PyTorch launches every
     kernel from Python instead of replaying a CUDA graph."""
     group = "serving" if runtime in {"vllm", "transformers"} else runtime
-    chosen = FITTED.get((group, backend)) or FITTED[(group, "cuda")]
+    keys = (f"{backend}/{memory_class}", f"cuda/{memory_class}", "cuda/gddr", "cuda/hbm")
+    chosen = next(FITTED[(group, key)] for key in keys if (group, key) in FITTED)
     if runtime == "transformers":
         chosen = chosen.model_copy(update={"step_overhead_s": TRANSFORMERS_STEP_OVERHEAD_S})
     return chosen
@@ -205,6 +253,8 @@ def peak_tflops(gpu: GpuPerformance, precision: str, runtime: Runtime) -> float 
     matmul, as is everything llama.cpp and transformers compute."""
     half = gpu.bf16_tflops or gpu.fp16_tflops
     if runtime == "llama_cpp":
+        # Quantized GGUF matmuls dequantize in the kernel (MMQ); their speed relative to F16 is
+        # the fitted ``quantized_prefill`` factor applied in ``_prefill_seconds``.
         return gpu.fp16_tflops or gpu.bf16_tflops
     if runtime == "vllm" and precision == "fp8" and gpu.fp8_tflops:
         return gpu.fp8_tflops
@@ -259,7 +309,11 @@ def step_seconds(
     """max(bytes ÷ bandwidth, FLOPs ÷ throughput) on the GPU, plus the CPU-held bytes streamed from
     host RAM (llama.cpp runs CPU layers one after another with the GPU ones)."""
     memory = gpu_bytes / (gpu.bandwidth_gb_s * GB * efficiency.decode_bandwidth)
-    compute = flops / (tflops * TERA * compute_efficiency) if tflops else 0.0
+    compute = 0.0
+    if tflops:
+        compute = flops / (tflops * TERA * compute_efficiency)
+        if efficiency.compute_ceiling_tflops:
+            compute += flops / (efficiency.compute_ceiling_tflops * TERA)
     host = (
         host_bytes / (host_bandwidth_gb_s * GB * efficiency.host_bandwidth) if host_bytes else 0.0
     )
@@ -393,6 +447,8 @@ def _prefill_seconds(
         return None
     tp = traffic.tensor_parallel
     flops = sequences * tokens * forward_flops_per_token(arch, traffic.active_params, tokens / 2)
+    if runtime == "llama_cpp" and traffic.precision not in {"F32", "F16", "BF16"}:
+        tflops *= efficiency.quantized_prefill
     seconds, _ = step_seconds(
         gpu_bytes=traffic.weight_gpu_bytes / tp,
         host_bytes=traffic.weight_host_bytes,
@@ -403,7 +459,14 @@ def _prefill_seconds(
         host_bandwidth_gb_s=host_bandwidth_gb_s,
         compute_efficiency=efficiency.prefill_compute,
     )
-    return seconds + tensor_parallel_seconds(sequences * tokens, arch, tp, gpu, efficiency)
+    if runtime == "llama_cpp" and gpu.count > 1:
+        # llama.cpp pipelines micro-batches through GPUs that hold layer ranges (PR #6017,
+        # "pipeline parallelism"): m micro-batches on n stages take (m + n - 1) / (m·n) of the
+        # serial time (the GPipe bubble, Huang et al. 2019, arXiv:1811.06965 §2.3).
+        micro = max(1, -(-tokens // LLAMA_CPP_UBATCH))
+        seconds *= (micro + gpu.count - 1) / (micro * gpu.count)
+    comm = tensor_parallel_seconds(sequences * tokens, arch, tp, gpu, efficiency)
+    return seconds + comm + efficiency.step_overhead_s
 
 
 def training_flops_per_token(arch: Architecture, request: EstimateRequest, active: int) -> float:
@@ -464,7 +527,7 @@ def estimate_speed(
         return _training_speed(
             arch, request, result, gpu, notes, efficiency, train_tokens, price_per_gpu_hour
         )
-    eff = efficiency or efficiency_for(runtime, backend)
+    eff = efficiency or efficiency_for(runtime, backend, gpu.memory_class)
     notes.add(
         gettext_noop(
             "Decode reaches %(bandwidth)s%% of the GPU's memory bandwidth and prefill "
@@ -556,7 +619,7 @@ def _training_speed(
     train_tokens: float | None,
     price_per_gpu_hour: float | None,
 ) -> SpeedResult:
-    eff = efficiency or efficiency_for("training", gpu.backend)
+    eff = efficiency or efficiency_for("training", gpu.backend, gpu.memory_class)
     tflops = peak_tflops(gpu, request.precision, "transformers")
     base = SpeedResult(
         runtime="training",
@@ -583,6 +646,10 @@ def _training_speed(
     tokens_per_group = request.batch_size * request.seq_len
     flops = tokens_per_group * training_flops_per_token(arch, request, result.params_active) / tp
     compute = flops / (tflops * TERA * eff.training_flops)
+    # Element-wise work (norms, activations, dropout, softmax) is memory-bound: a fitted number of
+    # passes over the activations every layer keeps per token, read at the GPU's bandwidth.
+    stored = 34 * arch.hidden_size * arch.num_layers * tokens_per_group / tp
+    compute += eff.training_traffic * stored / (gpu.bandwidth_gb_s * GB)
     # Data parallelism all-reduces the 2-byte gradients of the trainable weights once per step;
     # PyTorch DDP / FSDP overlap it with the backward pass (Li et al. 2020, arXiv:2006.15704
     # §3.2.3), so only what exceeds the backward's two thirds of the compute shows.
@@ -636,7 +703,7 @@ def static_batch_seconds(
     """Seconds for a batch of ``request.batch_size`` requests to read ``input_tokens`` and write
     ``output_tokens`` each: one prefill, then ``output_tokens`` decode steps whose KV read grows
     linearly, so the mean step (at input + output/2 tokens of context) stands for all of them."""
-    eff = efficiency or efficiency_for(runtime, gpu.backend)
+    eff = efficiency or efficiency_for(runtime, gpu.backend, gpu.memory_class)
     traffic = _traffic(arch, request, result, runtime, None, vllm)
     host_bw = DEFAULT_HOST_MEMORY_BANDWIDTH_GB_S
     batch = request.batch_size
@@ -681,7 +748,7 @@ def speed_series(
     length), in closed form from one estimate: the KV cache and activations are linear in the
     context length, so memory(c) = fixed + (total - fixed) × c / seq_len, where fixed is
     everything but the KV cache, activations and logits."""
-    eff = efficiency or efficiency_for(runtime, gpu.backend)
+    eff = efficiency or efficiency_for(runtime, gpu.backend, gpu.memory_class)
     traffic = _traffic(arch, request, result, runtime, llama_cpp, vllm)
     host_bw = gpu.bandwidth_gb_s if gpu.unified_memory else DEFAULT_HOST_MEMORY_BANDWIDTH_GB_S
     throughput = []
