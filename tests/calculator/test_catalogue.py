@@ -141,7 +141,9 @@ def test_performance_figures_reach_the_speed_estimate():
     assert (gpu.bandwidth_gb_s, gpu.bf16_tflops, gpu.fp8_tflops) == (3350, 989.4, 1979)
     assert (gpu.count, gpu.memory_class, gpu.backend) == (8, "hbm", "cuda")
     mac = gpu_performance(gpu=GpuSpec.objects.get(slug="apple-m2-ultra-192gb"))
-    assert mac is not None and mac.backend == "metal" and mac.bf16_tflops is None
+    assert mac is not None
+    assert mac.backend == "metal"
+    assert mac.bf16_tflops is None
 
 
 def test_migration_0008_fills_unedited_rows_and_keeps_edited_ones():

@@ -75,7 +75,7 @@ def test_a_batch_not_on_the_curve_gets_no_marker():
 
 
 def test_mismatched_series_are_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="as many y values"):
         memory_chart([], usable_bytes=None)
 
 
