@@ -74,7 +74,7 @@ def nice_step(span: float, count: int) -> float:
     if span <= 0:
         return 1.0
     rough = span / count
-    power = 10 ** math.floor(math.log10(rough))
+    power = 10.0 ** math.floor(math.log10(rough))
     for factor in (1, 2, 2.5, 5, 10):
         if factor * power >= rough:
             return factor * power

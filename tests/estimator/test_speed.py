@@ -153,6 +153,8 @@ def test_llama_cpp_partial_offload_reports_the_slowdown():
     # half alone takes ~9× longer than the GPU half, so the split runs several times slower.
     assert split.host_slowdown is not None
     assert split.host_slowdown > 4
+    assert split.decode_tokens_per_s is not None
+    assert on_gpu.decode_tokens_per_s is not None
     assert split.decode_tokens_per_s < on_gpu.decode_tokens_per_s / 4
     assert any("system RAM" in note.text for note in split.assumptions)
 
