@@ -324,7 +324,9 @@ def fit(cases: list[Case]) -> dict[str, Efficiency]:
             for metric in GRIDS
         }
         rows = ", ".join(f"{n} {metric}" for metric, n in counts.items() if n)
-        fitted[group] = eff.model_copy(update={"fitted_on": f"{rows} published rows"})
+        fitted[group] = eff.model_copy(
+            update={"fitted_on": f"{rows} published rows", "fitted_rows": sum(counts.values())}
+        )
     return fitted
 
 
@@ -347,6 +349,7 @@ def fitted_source(factors: dict[str, Efficiency]) -> str:
                 "training_traffic",
                 "host_bandwidth",
                 "allreduce_latency_s",
+                "fitted_rows",
                 "fitted_on",
             }
         }

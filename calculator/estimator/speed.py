@@ -114,6 +114,7 @@ class Efficiency(_Frozen):
         default=0.6, gt=0, le=1, description="Achieved / peak host RAM bandwidth (CPU layers)."
     )
     allreduce_latency_s: float = Field(default=20e-6, ge=0)
+    fitted_rows: int = Field(default=0, ge=0, description="Published rows these values fit.")
     fitted_on: str = Field(default="", description="Which published rows fixed these values.")
 
 
@@ -126,6 +127,7 @@ FITTED: dict[tuple[str, str], Efficiency] = {
         compute_ceiling_tflops=160,
         step_overhead_s=0.002,
         quantized_prefill=1.1,
+        fitted_rows=65,
         fitted_on="35 tg, 30 pp published rows",
     ),
     ("llama_cpp", "cuda/hbm"): Efficiency(
@@ -134,24 +136,28 @@ FITTED: dict[tuple[str, str], Efficiency] = {
         compute_ceiling_tflops=220,
         step_overhead_s=0.0028,
         quantized_prefill=0.5,
+        fitted_rows=28,
         fitted_on="14 tg, 14 pp published rows",
     ),
     ("llama_cpp", "metal/unified"): Efficiency(
         decode_bandwidth=0.82,
         prefill_compute=0.5,
         step_overhead_s=0.0028,
+        fitted_rows=3,
         fitted_on="3 tg published rows",
     ),
     ("llama_cpp", "rocm/gddr"): Efficiency(
         decode_bandwidth=0.52,
         prefill_compute=0.5,
         step_overhead_s=0.0002,
+        fitted_rows=1,
         fitted_on="1 tg published rows",
     ),
     ("serving", "cuda/hbm"): Efficiency(
         decode_bandwidth=0.9,
         prefill_compute=0.38,
         step_overhead_s=0.0015,
+        fitted_rows=20,
         fitted_on="7 ttft, 13 throughput published rows",
     ),
     ("training", "cuda/hbm"): Efficiency(
@@ -160,6 +166,7 @@ FITTED: dict[tuple[str, str], Efficiency] = {
         step_overhead_s=0.001,
         training_flops=0.62,
         training_traffic=14.5,
+        fitted_rows=6,
         fitted_on="6 tokens_per_s_per_gpu published rows",
     ),
 }
@@ -214,7 +221,9 @@ class SpeedResult(_Frozen):
 
 def attention_layers(arch: Architecture) -> int:
     """Layers whose cost grows with context (attention mixers); recurrent mixers do not."""
-    return sum(1 for index in range(arch.num_layers) if arch.mixer_kind(index) == "attention")
+    if not arch.mixer_kinds:
+        return arch.num_layers
+    return arch.mixer_kinds.count("attention")
 
 
 def forward_flops_per_token(arch: Architecture, active_params: int, context_tokens: float) -> float:
@@ -532,7 +541,7 @@ def estimate_speed(
         gettext_noop(
             "Decode reaches %(bandwidth)s%% of the GPU's memory bandwidth and prefill "
             "%(compute)s%% of its dense tensor throughput, plus %(overhead)s ms per step "
-            "(%(runtime)s on %(backend)s, fitted to published measurements: %(rows)s)."
+            "(%(runtime)s on %(backend)s, fitted to %(rows)s published measurements)."
         ),
         gettext_noop("validation/fit_speed.py; roofline: Williams et al. 2009, CACM 52(4)"),
         bandwidth=round(eff.decode_bandwidth * 100),
@@ -540,7 +549,7 @@ def estimate_speed(
         overhead=round(eff.step_overhead_s * 1000, 2),
         runtime=runtime,
         backend=backend,
-        rows=eff.fitted_on or "-",
+        rows=eff.fitted_rows,
     )
     traffic = _traffic(arch, request, result, runtime, llama_cpp, vllm)
     prompt = prompt_tokens or request.seq_len
@@ -664,12 +673,12 @@ def _training_speed(
     notes.add(
         gettext_noop(
             "Training reaches %(share)s%% of the GPU's dense %(precision)s throughput (hardware "
-            "FLOPs, recomputation included), fitted to published runs: %(rows)s."
+            "FLOPs, recomputation included), fitted to %(rows)s published runs."
         ),
         gettext_noop("validation/fit_speed.py; FLOPs: Chowdhery et al. 2022 Appendix B"),
         share=round(eff.training_flops * 100),
         precision=request.precision,
-        rows=eff.fitted_on or "-",
+        rows=eff.fitted_rows,
     )
     time_to_train = None
     cost = None
