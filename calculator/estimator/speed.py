@@ -3,9 +3,10 @@
 A roofline per phase (Williams, Waterman & Patterson 2009, "Roofline", CACM 52(4)): a step takes
 the longer of (bytes it must move ÷ achieved memory bandwidth) and (FLOPs it must do ÷ achieved
 dense tensor throughput), plus interconnect time and a fixed per-step cost. "Achieved" is the
-datasheet peak times an efficiency factor per runtime and GPU backend, fitted to published
-measurements by ``validation/fit_speed.py`` (training rows) and checked on held-out rows
-(``tests/estimator/test_speed_validation.py``). Every factor used is returned as an assumption.
+datasheet peak times an efficiency factor per runtime, GPU backend and memory class (GDDR, HBM,
+unified), fitted to published measurements by ``validation/fit_speed.py`` (training split) and
+checked on held-out rows (``tests/estimator/test_speed_validation.py``). Every factor used is
+returned as an assumption.
 
 FLOP counts per token follow Chowdhery et al. 2022 (PaLM, arXiv:2204.02311) Appendix B: a forward
 pass is 2·N + 4·L·H·Q·T for N (active) weights, L attention layers, H heads of size Q and T tokens
