@@ -63,3 +63,16 @@ def test_the_errors_are_recomputed_not_stored():
     error = relative_error(case, factors_for(case.group))
     assert error is not None
     assert case.predict(factors_for(case.group)) == pytest.approx(case.published * (1 + error))
+
+
+def test_the_factors_in_the_estimator_are_the_fit_of_the_training_split():
+    # Guards against hand-tuned constants: rerunning the grid search on the training rows must
+    # give exactly calculator.estimator.speed.FITTED (python -m validation.fit_speed --python).
+    from calculator.estimator.speed import FITTED
+    from validation.fit_speed import fit
+
+    fitted = fit(all_cases())
+    for group, eff in fitted.items():
+        runtime, backend, memory_class = group.split("/")
+        assert FITTED[(runtime, f"{backend}/{memory_class}")] == eff, group
+    assert len(fitted) == len(FITTED)
