@@ -236,8 +236,18 @@ class GpuSpecAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "usable_memory_bytes",
         "bandwidth_gb_s",
         "bf16_tflops_dense",
+        "fp8_tflops_dense",
+        "int8_tops_dense",
+        "interconnect",
+        "interconnect_gb_s",
+        "active",
+    )
+    list_filter = (
+        "vendor",
+        "form_factor",
+        "interconnect",
+        "unified_memory",
         "fp8_support",
         "active",
     )
-    list_filter = ("vendor", "form_factor", "unified_memory", "fp8_support", "active")
     search_fields = ("name", "slug")

@@ -191,6 +191,14 @@ class Vendor(models.TextChoices):
 DEFAULT_USABLE_FRACTION = Decimal("0.985")
 
 
+class Interconnect(models.TextChoices):
+    NVLINK = "nvlink", "NVLink"
+    INFINITY_FABRIC = "infinity_fabric", "Infinity Fabric"
+    PCIE = "pcie", "PCIe"
+    ETHERNET = "ethernet", _("Ethernet (RoCE)")
+    NONE = "none", _("none (single device)")
+
+
 class GpuSpec(models.Model):
     slug = models.CharField(_("slug"), max_length=100, unique=True, validators=[slug_validator])
     name = models.CharField(_("name"), max_length=200)
@@ -209,6 +217,14 @@ class GpuSpec(models.Model):
     bf16_tflops_dense = models.FloatField(_("dense BF16 TFLOPS"), null=True, blank=True)
     fp16_tflops_dense = models.FloatField(_("dense FP16 TFLOPS"), null=True, blank=True)
     fp8_support = models.BooleanField(_("FP8 support"), default=False)
+    fp8_tflops_dense = models.FloatField(_("dense FP8 TFLOPS"), null=True, blank=True)
+    int8_tops_dense = models.FloatField(_("dense INT8 TOPS"), null=True, blank=True)
+    interconnect = models.CharField(
+        _("GPU-to-GPU interconnect"), max_length=20, choices=Interconnect.choices, blank=True
+    )
+    interconnect_gb_s = models.FloatField(
+        _("interconnect bandwidth (GB/s, one direction)"), null=True, blank=True
+    )
     form_factor = models.CharField(_("form factor"), max_length=40, blank=True)
     unified_memory = models.BooleanField(_("unified memory"), default=False)
     unified_usable_fraction = models.FloatField(

@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from calculator.estimator import ConfigModel
+from calculator.estimator.speed import GpuPerformance
 from calculator.models import GpuSpec, ModelAlias, ModelPreset, alias_key
 
 
@@ -72,6 +73,27 @@ def preset_suggest(*, text: str, limit: int = 8) -> list[ModelPreset]:
 
 def gpu_list() -> QuerySet[GpuSpec]:
     return GpuSpec.objects.filter(active=True).order_by("-memory_gb", "name")
+
+
+def gpu_performance(*, gpu: GpuSpec, count: int = 1) -> GpuPerformance | None:
+    """What the speed estimate needs from a catalogue GPU (``count`` of them); None when the
+    catalogue has no memory bandwidth for it, since every speed figure starts from that."""
+    if not gpu.bandwidth_gb_s:
+        return None
+    vendor = gpu.vendor if gpu.vendor in {"nvidia", "amd", "intel", "apple"} else "other"
+    return GpuPerformance(
+        bandwidth_gb_s=gpu.bandwidth_gb_s,
+        bf16_tflops=gpu.bf16_tflops_dense,
+        fp16_tflops=gpu.fp16_tflops_dense or gpu.bf16_tflops_dense,
+        fp8_tflops=gpu.fp8_tflops_dense,
+        int8_tops=gpu.int8_tops_dense,
+        interconnect=gpu.interconnect or "pcie",  # type: ignore[arg-type]
+        interconnect_gb_s=gpu.interconnect_gb_s,
+        count=count,
+        unified_memory=gpu.unified_memory,
+        vendor=vendor,  # type: ignore[arg-type]
+        memory_type=gpu.memory_type,
+    )
 
 
 def preset_list() -> QuerySet[ModelPreset]:

@@ -51,6 +51,10 @@ GPU_FIELDS = (
     "bf16_tflops_dense",
     "fp16_tflops_dense",
     "fp8_support",
+    "fp8_tflops_dense",
+    "int8_tops_dense",
+    "interconnect",
+    "interconnect_gb_s",
     "form_factor",
     "unified_memory",
     "unified_usable_fraction",
@@ -58,6 +62,13 @@ GPU_FIELDS = (
     "source",
     "notes",
     "active",
+)
+# The GPU fields seeded before migration 0008 added the performance figures; 0008 uses them to
+# tell rows an admin edited from rows still as seeded.
+GPU_FIELDS_BEFORE_0008 = tuple(
+    name
+    for name in GPU_FIELDS
+    if name not in {"fp8_tflops_dense", "int8_tops_dense", "interconnect", "interconnect_gb_s"}
 )
 
 
@@ -179,18 +190,39 @@ def _arch_fields(arch: Architecture) -> dict[str, Any]:
 def catalogue_load_gpus(*, gpu_model: Any, path: Path | None = None) -> LoadReport:
     report = LoadReport()
     data = json.loads((path or PRESETS_DIR / "gpus.json").read_text(encoding="utf-8"))
+    # A data migration passes the model as of its own point in history, which may predate some
+    # fields; seed only the ones that model has.
+    known = {f.name for f in gpu_model._meta.get_fields()}
+    fields = tuple(name for name in GPU_FIELDS if name in known)
     for entry in data["gpus"]:
-        values = {name: entry.get(name) for name in GPU_FIELDS}
+        values = {name: entry.get(name) for name in fields}
         values["source"] = entry.get("source") or ""
         values["notes"] = entry.get("notes") or ""
         values["memory_type"] = entry.get("memory_type") or ""
         values["form_factor"] = entry.get("form_factor") or ""
+        if "interconnect" in values:
+            values["interconnect"] = entry.get("interconnect") or ""
         values["fp8_support"] = bool(entry.get("fp8_support"))
         values["unified_memory"] = bool(entry.get("unified_memory"))
         values["active"] = bool(entry.get("active", True))
         values["memory_gb"] = float(entry["memory_gb"])
-        _upsert(gpu_model, entry["slug"], values, GPU_FIELDS, report)
+        _upsert(gpu_model, entry["slug"], values, fields, report)
     return report
+
+
+def catalogue_refingerprint_gpus(*, gpu_model: Any) -> int:
+    """Rows still as seeded under the pre-0008 fields get a fingerprint over today's fields, so
+    the next load fills their new performance figures; admin-edited rows keep theirs (and their
+    edits). Returns how many rows were re-fingerprinted."""
+    known = {f.name for f in gpu_model._meta.get_fields()}
+    now = tuple(name for name in GPU_FIELDS if name in known)
+    count = 0
+    for row in gpu_model.objects.all():
+        if fingerprint(_row_values(row, GPU_FIELDS_BEFORE_0008)) == row.seed_fingerprint:
+            row.seed_fingerprint = fingerprint(_row_values(row, now))
+            row.save(update_fields=["seed_fingerprint"])
+            count += 1
+    return count
 
 
 @transaction.atomic

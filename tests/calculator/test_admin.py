@@ -102,3 +102,17 @@ def test_import_shows_validation_errors_inline(staff):
     )
     assert response.status_code == 200
     assert "The estimator cannot use this config" in response.content.decode()
+
+
+def test_gpu_admin_lists_and_edits_the_performance_figures(staff):
+    from calculator.models import GpuSpec
+
+    listing = staff.get("/admin/calculator/gpuspec/?interconnect__exact=nvlink").content.decode()
+    assert "Dense FP8 TFLOPS" in listing  # the admin capitalises column headers
+    assert "Interconnect bandwidth" in listing
+    assert "NVIDIA H100 SXM 80GB" in listing
+    assert "NVIDIA L40S" not in listing  # PCIe cards are filtered out
+    gpu = GpuSpec.objects.get(slug="h100-sxm-80gb")
+    form = staff.get(f"/admin/calculator/gpuspec/{gpu.pk}/change/").content.decode()
+    for name in ("fp8_tflops_dense", "int8_tops_dense", "interconnect", "interconnect_gb_s"):
+        assert f'name="{name}"' in form
