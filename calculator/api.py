@@ -25,6 +25,7 @@ from calculator.estimator import (
     EstimateResult,
 )
 from calculator.estimator.schemas import model_kind
+from calculator.estimator.speed import SpeedResult
 from calculator.forms import DEFAULTS, CalculatorForm
 from calculator.hub import HubError, hub_preset, stored_weight_bytes
 from calculator.models import GpuSpec, ModelPreset, PresetOrigin
@@ -131,6 +132,11 @@ class ApiEstimateResponse(EstimateResult):
     verdict: Verdict | None = None
     hub: HubOut | None = Field(
         default=None, description="For a model imported from the Hugging Face Hub."
+    )
+    speed: SpeedResult | None = Field(
+        default=None,
+        description="Tokens per second, time to first token and training time on the chosen "
+        "catalogue GPU(s) (null without one): a roofline per phase with fitted efficiencies.",
     )
     commands: dict[str, str] = Field(
         default_factory=dict,
@@ -366,6 +372,12 @@ class PermalinkQuery(Schema):
     vkv: str | None = Field(default=None, description="vLLM: --kv-cache-dtype.")
     eager: str | None = Field(default=None, description="vLLM: --enforce-eager ('on').")
     block: str | None = Field(default=None, description="vLLM: --block-size.")
+    prompt: str | None = Field(
+        default=None, description="Speed: prompt tokens (time to first token)."
+    )
+    train_b: str | None = Field(default=None, description="Speed: tokens to train on, in billions.")
+    price: str | None = Field(default=None, description="Speed: price per GPU-hour.")
+    ram_bw: str | None = Field(default=None, description="Speed: system RAM bandwidth (GB/s).")
 
 
 @api.get(

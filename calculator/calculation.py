@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from calculator import presenters, reverse
+from calculator.charts import Chart, memory_chart, throughput_chart
 from calculator.estimator import (
     Architecture,
     ConfigModel,
@@ -33,8 +34,9 @@ from calculator.estimator.runtimes import (
     longest_max_model_len,
     most_gpu_layers_that_fit,
 )
+from calculator.estimator.speed import SpeedResult, estimate_speed, speed_series
 from calculator.models import GpuSpec, ModelPreset
-from calculator.selectors import CatalogueSnapshot
+from calculator.selectors import CatalogueSnapshot, gpu_performance
 
 # Contexts at which the page lists vLLM's concurrency (up to the model's window).
 CONCURRENCY_CONTEXTS = (2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072, 262_144, 1_048_576)
@@ -173,6 +175,7 @@ class Calculation:
             "context_beyond": self.context_beyond,
             "runtime_buffers": self.runtime_buffers,
             "checkpoint_mismatch": self.checkpoint_mismatch,
+            "speed": self.speed,
             "ready_commands": self.ready_commands,
         }
         if self.gpu is not None:
@@ -181,6 +184,64 @@ class Calculation:
             context["capacity_x"] = 1000.0 * self.gpu.usable_bytes / scale
         context["segments"] = presenters.chart_segments(self.rows, scale)
         return context
+
+    # --- speed -------------------------------------------------------------------------
+    @cached_property
+    def gpu_performance(self) -> Any:
+        """The chosen catalogue GPU's bandwidth and throughput (a bare memory size has none)."""
+        if not isinstance(self.gpu, GpuSpec):
+            return None
+        return gpu_performance(gpu=self.gpu, count=self.request.num_gpus)
+
+    @cached_property
+    def speed(self) -> SpeedResult | None:
+        """Tokens per second (and training time) on the chosen GPUs: a roofline per phase."""
+        performance = self.gpu_performance
+        if performance is None:
+            return None
+        request = self.request
+        return estimate_speed(
+            self.arch,
+            request,
+            self.result,
+            performance,
+            runtime=request.runtime,
+            llama_cpp=self.result.llama_cpp,
+            vllm=self.result.vllm,
+            prompt_tokens=request.prompt_tokens,
+            train_tokens=request.train_tokens,
+            price_per_gpu_hour=request.price_per_gpu_hour,
+            host_memory_bandwidth_gb_s=request.host_memory_bandwidth_gb_s,
+        )
+
+    def charts(self) -> dict[str, Chart | None]:
+        """Memory against context length (with the card's usable memory) and, for inference,
+        generation speed against batch size."""
+        performance = self.gpu_performance
+        if performance is None or self.gpu is None:
+            return {}
+        throughput, memory = speed_series(
+            self.arch,
+            self.request,
+            self.result,
+            performance,
+            runtime=self.request.runtime,
+            llama_cpp=self.result.llama_cpp,
+            vllm=self.result.vllm,
+        )
+        charts: dict[str, Chart | None] = {
+            "memory_chart": memory_chart(
+                [(int(point.x), int(point.y)) for point in memory],
+                usable_bytes=self.gpu.usable_bytes,
+                current=(self.request.seq_len, self.result.total_bytes),
+            )
+        }
+        if self.request.mode == "inference":
+            charts["speed_chart"] = throughput_chart(
+                [(int(point.x), point.y) for point in throughput],
+                current_batch=self.request.batch_size,
+            )
+        return charts
 
     # --- the runtime's own accounting ----------------------------------------------------
     @cached_property
@@ -334,17 +395,21 @@ class Calculation:
         stored = self.checkpoint
         if stored is None or self.runtime != "transformers" or self.request.mode != "inference":
             return None
-        if stored.precision == self.request.precision or self.request.mode == "qlora":
+        if stored.precision == self.request.precision:
             return None
         return stored
 
     # --- the part loaded after: levers, advice, the GPU list --------------------------
     def advice(self) -> dict[str, Any]:
         if self.runtime == "llama_cpp":
-            return self._llama_cpp_advice()
-        if self.runtime == "vllm":
-            return self._vllm_advice()
-        return self._transformers_advice()
+            context = self._llama_cpp_advice()
+        elif self.runtime == "vllm":
+            context = self._vllm_advice()
+        else:
+            context = self._transformers_advice()
+        context.update(self.charts())
+        context["speed"] = self.speed
+        return context
 
     def _transformers_advice(self) -> dict[str, Any]:
         request, result, gpu = self.request, self.result, self.gpu
@@ -518,6 +583,7 @@ class Calculation:
                 fits=self.verdict.fits,
             )
         body["commands"] = {command.key: command.text for command in self.ready_commands}
+        body["speed"] = self.speed.model_dump(mode="json") if self.speed else None
         return body
 
     def markdown(self, *, link: str) -> str:

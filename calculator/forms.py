@@ -154,7 +154,8 @@ PERMALINK_KEYS = (
     "vocab", "experts", "active_experts", "mode", "precision", "mixed", "kv", "optimizer",
     "batch", "seq", "ckpt", "attn", "lora_rank", "lora_targets", "gpus", "zero", "tp", "gpu",
     "vram", "cfg", "images", "runtime", "gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch",
-    "util", "max_seqs", "batched", "quant", "vkv", "eager", "block",
+    "util", "max_seqs", "batched", "quant", "vkv", "eager", "block", "prompt", "train_b",
+    "price", "ram_bw",
 )  # fmt: skip
 # Fields that only one runtime reads (the page shows them when that runtime is chosen).
 LLAMA_CPP_FIELDS = ("gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch")
@@ -283,6 +284,10 @@ class CalculatorForm(forms.Form):
     vkv = forms.ChoiceField(label=_("KV-cache dtype"), choices=VLLM_KV_CHOICES, required=False)
     eager = forms.BooleanField(label=_("Eager mode (no CUDA graphs)"), required=False)
     block = _int(_("Block size (tokens)"), 1, 1024, required=False)
+    prompt = _int(_("Prompt length (tokens)"), 1, 10_000_000, required=False)
+    train_b = _float(_("Tokens to train on (billions)"), 0.000001, 1_000_000)
+    price = _float(_("Price per GPU-hour"), 0, 10_000)
+    ram_bw = _float(_("System RAM bandwidth (GB/s)"), 1, 10_000)
 
     HELP: dict[str, Any] = {
         "mode": _(
@@ -366,6 +371,14 @@ class CalculatorForm(forms.Form):
             "--enforce-eager: no CUDA graphs, which saves their memory (about 0.5 GiB) at some speed."
         ),
         "block": _("--block-size: tokens per KV-cache block. Default 16."),
+        "prompt": _(
+            "For the time to first token: the prompt read before the first generated token. Empty: the sequence length."
+        ),
+        "train_b": _("For the time (and cost) to train: the tokens of the whole run, in billions."),
+        "price": _("What one GPU costs per hour, in any currency: the cost is in the same one."),
+        "ram_bw": _(
+            "llama.cpp layers left on the CPU run at this speed. Empty: 89.6 GB/s, two channels of DDR5-5600."
+        ),
         "vram": _(
             # xgettext:no-python-format
             "Any card not in the list: its memory as marketed. Counts 98.5% of it as usable, as the driver reports for most cards."
@@ -470,6 +483,10 @@ class CalculatorForm(forms.Form):
             "tensor_parallel": c["tp"],
             "images_per_request": c.get("images"),
             "runtime": c.get("runtime") or "transformers",
+            "prompt_tokens": c.get("prompt"),
+            "train_tokens": c["train_b"] * 1e9 if c.get("train_b") and training else None,
+            "price_per_gpu_hour": c.get("price"),
+            "host_memory_bandwidth_gb_s": c.get("ram_bw"),
         }
         if payload["runtime"] == "llama_cpp":
             payload["llama_cpp"] = self._llama_cpp_options()

@@ -184,6 +184,31 @@ class EstimateRequest(_Frozen):
         "batch_size and n_parallel = batch_size.",
     )
     vllm: VllmSettings | None = None
+    prompt_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_SEQ_LEN,
+        description="Speed only: the prompt whose time to first token is estimated (default: "
+        "seq_len).",
+    )
+    train_tokens: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e15,
+        description="Speed only, training modes: tokens to train on, for the time and cost.",
+    )
+    price_per_gpu_hour: float | None = Field(
+        default=None,
+        ge=0,
+        le=10_000,
+        description="Speed only: price of one GPU-hour, for the cost.",
+    )
+    host_memory_bandwidth_gb_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=10_000,
+        description="Speed only, llama.cpp with layers on the CPU: system RAM bandwidth in GB/s.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> EstimateRequest:

@@ -175,3 +175,17 @@ PRECISION_LABELS = {
 @register.filter
 def precision_label(precision: str) -> str:
     return str(PRECISION_LABELS.get(precision, precision.upper()))
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """A running time as people say it: minutes, hours or days, in the active language."""
+    if seconds is None:
+        return "—"
+    if seconds < 120:
+        return gettext("%(n)s s") % {"n": num(seconds, 1 if seconds < 10 else 0)}
+    if seconds < 2 * 3600:
+        return gettext("%(n)s min") % {"n": num(seconds / 60, 0)}
+    if seconds < 48 * 3600:
+        return gettext("%(n)s h") % {"n": num(seconds / 3600, 1)}
+    return gettext("%(n)s days") % {"n": num(seconds / 86400, 1)}

@@ -199,7 +199,9 @@ def test_a_pre_quantized_checkpoint_at_another_precision_is_flagged(client):
 
 
 def test_the_vllm_command_leaves_the_checkpoint_format_to_vllm(client):
-    response = client.get("/?model=DeepSeek+V3&runtime=vllm&gpus=8&tp=8&gpu=h200-sxm-141gb&seq=8192")
+    response = client.get(
+        "/?model=DeepSeek+V3&runtime=vllm&gpus=8&tp=8&gpu=h200-sxm-141gb&seq=8192"
+    )
     command = next(c for c in response.context["ready_commands"] if c.key == "vllm_serve")
     assert "--quantization" not in command.text
     assert "--tensor-parallel-size 8" in command.text
