@@ -19,6 +19,7 @@ from calculator.estimator.runtimes.vllm import (
     estimate_vllm,
     kv_bytes_per_token,
     longest_max_model_len,
+    non_torch_bytes,
     weights_bytes,
 )
 from validation.runtime_logs import PUBLISHED, architecture, vllm_rows
@@ -39,6 +40,30 @@ def test_weights_by_hand():
     embeddings = 2 * 128256 * 4096 * 2  # embed_tokens and lm_head stay bf16
     norms = (2 * 32 + 1) * 4096 * 2
     assert awq == int(linear * (0.5 + 2.5 / 128) + embeddings) + norms + rope_cache
+
+
+def test_mxfp4_experts_padded_for_marlin_by_hand():
+    """gpt-oss-20b (presets/models/gpt_oss.json: hidden 2880, moe intermediate 2880, 32 experts,
+    24 layers, gated): vLLM's mxfp4.py at 007d500 allocates the experts with the hidden size rounded
+    up to 256 (3072) and each rank's intermediate size to 128 (2880 -> 2944; 1440 -> 1536 at TP 2),
+    at 4 bits plus one byte of scale per 32. Only the experts differ from a bf16 load."""
+    arch = architecture("gpt-oss-20b")
+    experts_bf16 = 32 * 3 * 2880 * 2880 * 24 * 2
+    mxfp4 = 0.5 + 1 / 32
+    for tp, rank_intermediate in [(1, 2944), (2, 1536)]:
+        bf16 = VllmOptions(gpu_memory_bytes=H100, tensor_parallel=tp)
+        packed = bf16.model_copy(update={"quantization": "mxfp4"})
+        padded_experts = 32 * 3 * 3072 * rank_intermediate * 24 * mxfp4
+        saved = weights_bytes(arch, bf16) - weights_bytes(arch, packed)
+        assert saved == pytest.approx(experts_bf16 / tp - padded_experts, abs=2)
+
+
+def test_non_torch_memory_grows_with_tensor_parallelism():
+    """vLLM 0.19 start-up logs (llm-d-planner#205 in vllm_logs.json): 0.24-0.27 GiB of non-torch
+    memory on one GPU, 2.07-2.21 GiB per rank with tensor parallelism."""
+    assert 0.2 * GIB <= non_torch_bytes(1) <= 0.35 * GIB
+    assert 2.0 * GIB <= non_torch_bytes(2) <= 2.25 * GIB
+    assert non_torch_bytes(4) == non_torch_bytes(2)
 
 
 def test_kv_bytes_per_token_by_hand():
@@ -94,7 +119,7 @@ def test_too_small_a_card_does_not_fit():
 # --- published logs ---------------------------------------------------------------------------
 def test_every_log_cites_an_issue_or_pull_request():
     logs = json.loads((PUBLISHED / "vllm_logs.json").read_text())["logs"]
-    assert len(logs) >= 20
+    assert len(logs) >= 39
     for log in logs:
         assert log["source"].startswith("https://github.com/")
         assert "/issues/" in log["source"] or "/pull/" in log["source"]

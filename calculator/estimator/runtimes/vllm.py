@@ -19,6 +19,13 @@ Facts read from https://github.com/vllm-project/vllm (V1 engine; no code copied)
   of 128 (``awq.py``/``gptq.py``); FP8 and INT8 (W8A8) store one byte per weight with per-channel or
   per-tensor scales; bitsandbytes NF4 keeps an absmax per block of 64; MXFP4 (gpt-oss experts)
   stores 4-bit values with one 8-bit scale per 32.
+- ``vllm/model_executor/layers/quantization/mxfp4.py`` ``Mxfp4MoEMethod.create_weights`` (read at
+  commit 007d50058a06dec0f82472d63c819244d460c40d): the expert tensors are allocated padded for the
+  MoE kernel. The Marlin kernel needs ``n % 256 == 0`` and ``k % 128 == 0``, so the hidden size is
+  rounded up to 256 and each rank's intermediate size to 128 (gpt-oss: 2880 x 2880 becomes
+  3072 x 2944). Other backends pad less (Triton: intermediate to 64, then its own swizzled layout;
+  FlashInfer on SM100: both to 256); the start-up logs in validation/published/vllm_logs.json put
+  the Triton layout within 3% of Marlin's, so the Marlin padding is the one modelled.
 
 Where SGLang's memory pool differs (``ModelRunner.profile_max_num_token`` in
 https://github.com/sgl-project/sglang ``python/sglang/srt/model_executor/model_runner.py``, read in
@@ -69,6 +76,12 @@ _MXFP4_EXPERT_BYTES = 0.5 + 1 / 32
 # A December 2024 build printed 1.79 GiB (TP 1) and 3.58 GiB (TP 2) because it still counted the
 # CUDA context there (vllm#10511).
 NON_TORCH = int(0.3 * GIB)
+# With tensor parallelism, vLLM 0.19 prints 2.07-2.21 GiB of non-torch memory per rank (NCCL and
+# custom all-reduce buffers) against 0.24-0.27 GiB on one GPU (v0.19.0 start-up logs of
+# llm-d-planner#205 in validation/published/vllm_logs.json); December 2024 builds printed 3.58 GiB
+# (vllm#10511) and V0 builds of early 2025 only 0.25-0.30 GiB (vllm#13061, #15815). The current
+# release is the one modelled.
+NON_TORCH_TENSOR_PARALLEL = int(2.1 * GIB)
 # CUDA graph capture after the KV cache is allocated (outside the budget in V1 up to 0.10).
 CUDA_GRAPHS_TYPICAL = int(0.5 * GIB)
 # Bytes per sampled logit in the dummy sampler run: the f32 logits, their softmax and sorted copy.
@@ -124,6 +137,16 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _round_up(value: int, multiple: int) -> int:
+    return _cdiv(value, multiple) * multiple
+
+
+def non_torch_bytes(tensor_parallel: int) -> int:
+    """Non-torch memory the profile run sees grow on one GPU: cuBLAS workspaces, and with tensor
+    parallelism the NCCL and custom all-reduce buffers (see ``NON_TORCH_TENSOR_PARALLEL``)."""
+    return NON_TORCH_TENSOR_PARALLEL if tensor_parallel > 1 else NON_TORCH
+
+
 def resolved_defaults(arch: Architecture, options: VllmOptions) -> tuple[int, int, int]:
     """(max_model_len, max_num_seqs, max_num_batched_tokens) as vLLM resolves them."""
     big = options.gpu_memory_bytes >= 70 * GIB
@@ -139,27 +162,40 @@ def _checkpoint_quantization(arch: Architecture, options: VllmOptions) -> str:
 
 def weights_bytes(arch: Architecture, options: VllmOptions) -> int:
     """Weights on one GPU: sharded linears and embeddings (vocabulary padded to 64) over TP ranks,
-    replicated norms and biases, and the rotary cos/sin cache in the model dtype."""
+    replicated norms and biases, and the rotary cos/sin cache in the model dtype. MXFP4 experts
+    are sized as the Marlin MoE kernel allocates them (hidden size padded to 256, each rank's
+    intermediate size to 128; see the module docstring)."""
     tp = options.tensor_parallel
     quant = _checkpoint_quantization(arch, options)
     vocab = _cdiv(arch.vocab_size, 64) * 64
     embed = vocab * arch.hidden_size * 2
     head = 0 if arch.tie_word_embeddings else vocab * arch.hidden_size * 2
     linear = arch.linear_params
+    padded_experts_per_rank = 0.0
     if quant == "mxfp4" and arch.is_moe:
+        matrices = 3 if arch.mlp_gated else 2
         experts = (
             arch.num_experts
-            * (3 if arch.mlp_gated else 2)
+            * matrices
             * arch.hidden_size
             * arch.moe_intermediate_size
             * arch.moe_layer_count
         )
-        linear_bytes = experts * _MXFP4_EXPERT_BYTES + (linear - experts) * 2.0
+        padded_experts_per_rank = (
+            arch.num_experts
+            * matrices
+            * _round_up(arch.hidden_size, 256)
+            * _round_up(_cdiv(arch.moe_intermediate_size, tp), 128)
+            * arch.moe_layer_count
+            * _MXFP4_EXPERT_BYTES
+        )
+        linear_bytes = (linear - experts) * 2.0
     else:
         linear_bytes = linear * _LINEAR_BYTES[quant]
     rest = arch.params_total - linear - arch.embedding_params - arch.lm_head_params
     rope = (arch.max_position_embeddings or 0) * (arch.qk_rope_head_dim or arch.head_dim) * 2
-    return int((embed + head + linear_bytes) / tp + max(rest, 0) * 2 + rope)
+    sharded = (embed + head + linear_bytes) / tp + padded_experts_per_rank
+    return int(sharded + max(rest, 0) * 2 + rope)
 
 
 def activation_peak_bytes(arch: Architecture, tokens: int, seqs: int, tp: int) -> int:
@@ -205,7 +241,7 @@ def estimate_vllm(arch: Architecture, options: VllmOptions) -> VllmResult:
     budget = int(options.gpu_memory_bytes * options.gpu_memory_utilization)
     weights = weights_bytes(arch, options)
     activation = activation_peak_bytes(arch, tokens, seqs, tp)
-    non_torch = NON_TORCH
+    non_torch = non_torch_bytes(tp)
     kv = max(budget - weights - activation - non_torch, 0)
     per_token = kv_bytes_per_token(arch, options)
     per_layer_page = per_token // arch.num_layers * options.block_size
