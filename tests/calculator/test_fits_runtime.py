@@ -163,13 +163,16 @@ def test_links_open_the_calculator_with_the_same_runtime_and_total(
 def test_fits_page_shows_the_runtime_columns(client):
     body = client.get("/fits/?runtime=llama_cpp&seq=2048").content.decode()
     for name in reverse.GGUF_COLUMNS:
-        assert f"<th scope=\"col\">{name}</th>" in body
+        assert f'<th scope="col">{name}</th>' in body
     assert "all layers on the GPU" in body
-    assert "runtime=llama_cpp" in body and "gguf=Q4_K_M" in body  # the links carry them
+    assert "runtime=llama_cpp" in body
+    assert "gguf=Q4_K_M" in body
     body = client.get("/fits/?runtime=vllm&gb=24").content.decode()
-    assert '<th scope="col">AWQ</th>' in body and '<th scope="col">FP8</th>' in body
+    assert '<th scope="col">AWQ</th>' in body
+    assert '<th scope="col">FP8</th>' in body
     assert "one request of that length" in body
-    assert "runtime=vllm" in body and "quant=awq" in body
+    assert "runtime=vllm" in body
+    assert "quant=awq" in body
 
 
 @pytest.mark.parametrize(
