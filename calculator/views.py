@@ -492,7 +492,6 @@ def suggest(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@require_GET
 def fits(request: HtmxHttpRequest) -> HttpResponse:
     """The honest 'what fits in my VRAM' table, and every catalogue model that fits your GPU.
 
