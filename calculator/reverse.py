@@ -368,10 +368,14 @@ def _smallest_fitting_tier(
 
 
 def tier_examples(
-    workload: Workload, presets: list[ModelPreset], precision: str, usables: list[int]
+    workload: Workload,
+    presets: list[ModelPreset],
+    precision: str,
+    usables: list[int],
+    models: dict[int, ConfigModel] | None = None,
 ) -> list[list[tuple[ModelPreset, int]]]:
     """Per tier, the three largest catalogue models that fit, with their totals there."""
-    models = _descriptions(presets)
+    models = models or _descriptions(presets)
     examples: list[list[tuple[ModelPreset, int]]] = [[] for _ in usables]
     for preset in sorted(presets, key=lambda p: -p.params_total):
         first = _smallest_fitting_tier(workload, models[preset.pk], precision, usables)
@@ -392,9 +396,10 @@ def tier_examples(
 
 def tier_table(workload: Workload, presets: list[ModelPreset]) -> list[TierRow]:
     usables = [tier_usable_bytes(gb) for gb in TIERS_GB]
+    models = _descriptions(presets)
     columns = []
     for precision in workload.precisions:
-        examples = tier_examples(workload, presets, precision, usables)
+        examples = tier_examples(workload, presets, precision, usables, models)
         headline = 0.01
         column = []
         for gb, usable, listed in zip(TIERS_GB, usables, examples, strict=True):
