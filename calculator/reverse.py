@@ -211,14 +211,6 @@ def reference_params_billion(workload: Workload, params_billion: float) -> float
     return resolve_architecture(model).params_total / 1e9
 
 
-def total_for_params(
-    workload: Workload, precision: str, params_billion: float, usable_bytes: int | None = None
-) -> int:
-    model = reference_model(workload, params_billion)
-    request = workload.request(model, precision, usable_bytes=usable_bytes)
-    return cached_estimate(request).total_bytes
-
-
 def room_bytes(result: EstimateResult, usable_bytes: int) -> int:
     """How far a result is from the fit condition, in bytes (negative: it does not fit): only
     a guide for where to look next; ``fits`` decides."""
