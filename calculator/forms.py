@@ -616,10 +616,34 @@ class FitsForm(forms.Form):
     """The 'what fits in my VRAM' page: a workload, and optionally your own GPU."""
 
     mode = forms.ChoiceField(label=_("Mode"), choices=FITS_MODE_CHOICES, initial="inference")
+    runtime = forms.ChoiceField(label=_("Runtime"), choices=RUNTIME_CHOICES, required=False)
     seq = _int(_("Context length (tokens)"), 1, 1_048_576)
     batch = _int(_("Batch size"), 1, 4096)
     gpu = forms.CharField(label=_("Your GPU"), max_length=100, required=False)
     gb = _float(_("…or its memory (GB)"), 1, 100_000)
     count = _int(_("Number of GPUs"), 1, 1024)
 
-    DEFAULTS: dict[str, Any] = {"mode": "inference", "seq": 4096, "batch": 1, "count": 1}
+    DEFAULTS: dict[str, Any] = {
+        "mode": "inference",
+        "runtime": "transformers",
+        "seq": 4096,
+        "batch": 1,
+        "count": 1,
+    }
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        runtime = cleaned["runtime"] = cleaned.get("runtime") or "transformers"
+        # The same rules, and the same messages, as the calculator form's.
+        if runtime != "transformers" and cleaned.get("mode") not in (None, "inference"):
+            self.add_error(
+                "runtime",
+                _(
+                    "llama.cpp and vLLM serve models (inference); choose Hugging Face transformers for training."
+                ),
+            )
+        if runtime == "llama_cpp" and (cleaned.get("count") or 1) > 1:
+            self.add_error(
+                "count", _("The llama.cpp estimate covers one GPU; set the number of GPUs to 1.")
+            )
+        return cleaned

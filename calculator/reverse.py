@@ -1,20 +1,32 @@
 """'What fits in my VRAM': the tier table and the per-GPU model list, by searching the estimator.
 
 Nothing here is a second formula: every answer is a monotone search (bisection) over the
-estimator's own result — more parameters or a longer context never need less memory.
+estimator's own result — more parameters or a longer context never need less memory, and more
+memory never fits less. Whether a result fits is decided once per runtime (``fits``), the same
+way the calculator page decides its verdict.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from calculator.estimator import ConfigModel, EstimateRequest, estimate
+from calculator.estimator import (
+    ConfigModel,
+    CustomModel,
+    EstimateRequest,
+    EstimateResult,
+    resolve_architecture,
+)
+from calculator.estimator.core import llama_cpp_options, vllm_options
 from calculator.estimator.precision import BYTES_PER_ELEMENT
+from calculator.estimator.runtimes import longest_context_full_offload, longest_max_model_len
+from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
 from calculator.models import DEFAULT_USABLE_FRACTION, ModelPreset
-from calculator.presenters import largest_fitting
+from calculator.presenters import cached_estimate, largest_fitting
 
 TIERS_GB = (16, 24, 48, 80, 96, 128, 160, 192, 256, 320, 384, 512)
 PRECISIONS_BY_MODE = {
@@ -23,6 +35,18 @@ PRECISIONS_BY_MODE = {
     "qlora": ("nf4",),
     "full_finetune": ("fp32", "bf16", "mixed"),
 }
+# The GGUF files people download most, most precise first. Q4_K_M is what Ollama's library tags
+# and most GGUF model cards default to ("latest" = …-q4_K_M); Q8_0 and Q6_K are the near-lossless
+# step up, Q3_K_M and Q2_K what squeezes a model into a small card. The quality cost of each, as
+# llama.cpp's quantize tool prints it (tools/quantize/quantize.cpp QUANT_OPTIONS, perplexity
+# increase on Llama-3-8B): Q8_0 +0.0026, Q6_K +0.0217, Q4_K_M +0.1754, Q3_K_M +0.6569,
+# Q2_K +3.5199 — so Q2_K is marked as a large quality loss, like 2-bit weights elsewhere.
+GGUF_COLUMNS = ("F16", "Q8_0", "Q6_K", "Q4_K_M", "Q3_K_M", "Q2_K")
+# vLLM's --quantization for the checkpoints people serve: the published BF16 weights, FP8
+# (one byte per weight) and AWQ (4-bit groups of 128).
+VLLM_COLUMNS = ("none", "fp8", "awq")
+# Formats that run with a large loss of quality (see presenters.PRECISION_QUALITY and above).
+LARGE_QUALITY_LOSS = frozenset({"int2", "Q2_K"})
 NAIVE_BYTES = {
     "fp32": 4.0,
     "bf16": 2.0,
@@ -31,9 +55,25 @@ NAIVE_BYTES = {
     "int2": 0.25,
     "nf4": 0.5,
     "mixed": 2.0,
+    # vLLM: the stored weight alone, without scales.
+    "none": 2.0,
+    "fp8": 1.0,
+    "awq": 0.5,
 }
 # Modern checkpoints use grouped-query attention with 8 KV heads (Llama 3, Qwen 2.5, Mistral).
 TIER_KV_HEADS = 8
+# Relative resolution of the tier search: a tenth of the one decimal the table prints at 100B.
+SEARCH_RESOLUTION = 1e-4
+
+
+def precisions_for(mode: str, runtime: str) -> tuple[str, ...]:
+    """The table's columns: weight formats for transformers, GGUF file types for llama.cpp,
+    vLLM's --quantization values for vLLM."""
+    if runtime == "llama_cpp":
+        return GGUF_COLUMNS
+    if runtime == "vllm":
+        return VLLM_COLUMNS
+    return PRECISIONS_BY_MODE[mode]
 
 
 @dataclass(frozen=True)
@@ -41,25 +81,81 @@ class Workload:
     mode: str
     seq_len: int
     batch_size: int
+    runtime: str = "transformers"
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        return precisions_for(self.mode, self.runtime)
 
     def request(
-        self, model: dict[str, Any] | ConfigModel, precision: str, **extra: Any
+        self,
+        model: dict[str, Any] | ConfigModel,
+        precision: str,
+        *,
+        usable_bytes: int | None = None,
+        **extra: Any,
     ) -> EstimateRequest:
+        """The estimator's request for ``model`` in the format ``precision`` of this runtime;
+        vLLM sizes its pool from ``usable_bytes`` (what the calculator page passes it)."""
         fields: dict[str, Any] = {
             "model": model,
             "mode": self.mode,
             "seq_len": self.seq_len,
             "batch_size": self.batch_size,
-            "kv_cache_precision": "bf16" if self.mode == "inference" else None,
+            "kv_cache_precision": "bf16" if self.runtime == "transformers" else None,
+            "precision": "bf16",
             **extra,
         }
-        if precision == "mixed":
+        if self.mode != "inference":
+            fields["kv_cache_precision"] = None
+        if self.runtime == "llama_cpp":
+            # All layers on the GPU, -c holding batch slots of seq tokens (as the calculator
+            # form builds it); llama-server's defaults otherwise.
+            fields.update(
+                runtime="llama_cpp",
+                llama_cpp={
+                    "gguf_type": precision,
+                    "n_ctx": self.seq_len * self.batch_size,
+                    "n_parallel": self.batch_size,
+                },
+            )
+        elif self.runtime == "vllm":
+            fields.update(
+                runtime="vllm",
+                vllm={
+                    "gpu_memory_bytes": usable_bytes,
+                    "max_model_len": self.seq_len,
+                    "quantization": precision,
+                },
+            )
+        elif precision == "mixed":
             fields.update(precision="bf16", mixed_precision=True)
-        elif precision == "nf4":
-            fields["precision"] = "bf16"
-        else:
+        elif precision != "nf4":
             fields["precision"] = precision
         return EstimateRequest.model_validate(fields)
+
+
+def _fits_in_memory(result: EstimateResult, usable_bytes: int) -> bool:
+    return result.total_bytes <= usable_bytes
+
+
+def _vllm_starts(result: EstimateResult, usable_bytes: int) -> bool:
+    # As the calculator's verdict: within the card, and one max_model_len request fits the pool.
+    return result.vllm is not None and result.vllm.fits and result.total_bytes <= usable_bytes
+
+
+# Whether a result fits, per runtime. transformers: its total (peak + CUDA context + allocator
+# reserve); llama.cpp: its GPU buffers with all layers offloaded, plus the CUDA context; vLLM: it
+# starts (calculator.calculation.Calculation.verdict decides the same way).
+FITS: dict[str, Callable[[EstimateResult, int], bool]] = {
+    "transformers": _fits_in_memory,
+    "llama_cpp": _fits_in_memory,
+    "vllm": _vllm_starts,
+}
+
+
+def fits(workload: Workload, result: EstimateResult, usable_bytes: int) -> bool:
+    return FITS[workload.runtime](result, usable_bytes)
 
 
 def _descriptions(presets: list[ModelPreset]) -> dict[int, ConfigModel]:
@@ -72,22 +168,149 @@ def tier_usable_bytes(gb: float) -> int:
     return int(Decimal(gb) * (1 << 30) * DEFAULT_USABLE_FRACTION)
 
 
-def total_for_params(workload: Workload, precision: str, params_billion: float) -> int:
-    model = {"params_billion": params_billion, "num_kv_heads": TIER_KV_HEADS}
-    return estimate(workload.request(model, precision)).total_bytes
+def _synthetic(params_billion: float) -> dict[str, Any]:
+    return {"params_billion": params_billion, "num_kv_heads": TIER_KV_HEADS}
+
+
+def reference_shape(params_billion: float) -> dict[str, Any]:
+    """The reference model as explicit tensor shapes, for the runtimes that size weights from
+    shapes (llama.cpp's per-tensor GGUF types, vLLM's sharded linears), where a size alone would
+    leave part of the parameters without a tensor: 128-wide heads with 8 KV heads, width
+    128 × depth in steps of 1024 (Llama 3 8B: 32 layers of 4096), and the MLP width that brings
+    the count to ``params_billion`` in steps of 256 — every row a whole number of 256-element
+    K-quant blocks, as in published models."""
+    params = params_billion * 1e9
+    layers = max(1, round((params / (12 * 128 * 128)) ** (1 / 3)))
+    hidden = max(1024, round(128 * layers / 1024) * 1024)
+    vocab = 32_000  # the estimator's default, as in the transformers reference
+    attention = 2 * hidden * hidden + 2 * hidden * TIER_KV_HEADS * 128
+    per_layer = (params - 2 * vocab * hidden) / layers - attention - 2 * hidden
+    intermediate = max(256, round(per_layer / (3 * hidden) / 256) * 256)
+    return {
+        "num_layers": layers,
+        "hidden_size": hidden,
+        "num_attention_heads": hidden // 128,
+        "num_kv_heads": TIER_KV_HEADS,
+        "intermediate_size": intermediate,
+        "vocab_size": vocab,
+    }
+
+
+def reference_model(workload: Workload, params_billion: float) -> dict[str, Any]:
+    """The model of ``params_billion`` the headline search tries under this runtime."""
+    if workload.runtime == "transformers":
+        return _synthetic(params_billion)
+    return reference_shape(params_billion)
+
+
+def reference_params_billion(workload: Workload, params_billion: float) -> float:
+    """The size the reference model of ``params_billion`` really has (its tensors' count)."""
+    if workload.runtime == "transformers":
+        return params_billion
+    model = CustomModel.model_validate(reference_shape(params_billion))
+    return resolve_architecture(model).params_total / 1e9
+
+
+def room_bytes(result: EstimateResult, usable_bytes: int) -> int:
+    """How far a result is from the fit condition, in bytes (negative: it does not fit): only
+    a guide for where to look next; ``fits`` decides."""
+    started = result.vllm
+    if started is None or result.total_bytes > usable_bytes:
+        return usable_bytes - result.total_bytes
+    block_bytes = max(started.kv_bytes_per_token, 1) * max(
+        started.kv_cache_tokens // max(started.num_gpu_blocks, 1), 1
+    )
+    return (started.num_gpu_blocks - started.blocks_per_request) * block_bytes
+
+
+def params_fit(
+    workload: Workload, precision: str, params_billion: float, usable_bytes: int
+) -> bool:
+    """Whether the reference-shape model of ``params_billion`` fits in ``usable_bytes``."""
+    return _probe(workload, precision, params_billion, usable_bytes)[0]
+
+
+def _probe(
+    workload: Workload, precision: str, params_billion: float, usable_bytes: int
+) -> tuple[bool, int]:
+    model = reference_model(workload, params_billion)
+    request = workload.request(model, precision, usable_bytes=usable_bytes)
+    result = cached_estimate(request)
+    return fits(workload, result, usable_bytes), room_bytes(result, usable_bytes)
+
+
+def _neighbours(workload: Workload, low: float, high: float) -> bool:
+    """Whether no reference model lies strictly between the sizes ``low`` and ``high`` (shapes
+    come in steps of 256 MLP columns, so the search can stop there)."""
+    if workload.runtime == "transformers":
+        return False
+    smaller, larger = reference_shape(low), reference_shape(high)
+    return all(smaller[key] == larger[key] for key in ("num_layers", "hidden_size")) and (
+        larger["intermediate_size"] - smaller["intermediate_size"] <= 256
+    )
 
 
 def largest_params_billion(workload: Workload, precision: str, usable_bytes: int) -> float:
-    """Bisection on a log scale: the largest model (in billions) whose total fits."""
-    low, high = 0.01, 20_000.0
-    if total_for_params(workload, precision, low) > usable_bytes:
-        return 0.0
-    for _ in range(26):  # 2^26 steps of the log range: better than 0.1% resolution
-        middle = math.sqrt(low * high)
-        if total_for_params(workload, precision, middle) <= usable_bytes:
-            low = middle
+    """The largest model (in billions) of the reference shape that fits."""
+    size = largest_fitting_size(workload, precision, usable_bytes)
+    return reference_params_billion(workload, size) if size else 0.0
+
+
+def largest_fitting_size(
+    workload: Workload, precision: str, usable_bytes: int, *, at_least: float = 0.01
+) -> float:
+    """The largest size (in billions, as the reference model is asked for) that fits, to 0.01%.
+
+    A bracket [fits, does not fit] that only ever shrinks: memory is close to affine in the
+    parameter count, so a secant step through the two ends lands next to the answer and a probe
+    either side of it closes the bracket; a step that does not halve the bracket (on a log
+    scale) is followed by a bisection step. ``at_least`` is a size known to fit (the answer for
+    a smaller card), which narrows the search.
+    """
+    low = max(at_least, 0.01)
+    low_fits, low_room = _probe(workload, precision, low, usable_bytes)
+    if not low_fits:
+        if low == 0.01:
+            return 0.0
+        return largest_fitting_size(workload, precision, usable_bytes)
+    high = 20_000.0
+    # Every runtime's weights take at least the naive bytes per parameter, so 1.5 × the naive
+    # figure never fits; checking it keeps the search exact if that ever changed.
+    ceiling = 1.5 * naive_billion(usable_bytes / (1 << 30), precision)
+    if low < ceiling < high:
+        ceiling_fits, ceiling_room = _probe(workload, precision, ceiling, usable_bytes)
+        if ceiling_fits:
+            low, low_room = ceiling, ceiling_room
         else:
-            high = middle
+            high, high_room = ceiling, ceiling_room
+    if high == 20_000.0:
+        high_fits, high_room = _probe(workload, precision, high, usable_bytes)
+        if high_fits:
+            return high
+    step = 1 + SEARCH_RESOLUTION / 2
+    last_moved, rounds = "", 0
+    while high / low > 1 + SEARCH_RESOLUTION and not _neighbours(workload, low, high):
+        rounds += 1
+        if low_room > high_room and rounds <= 12:
+            guess = low + (high - low) * low_room / (low_room - high_room)
+        else:  # a flat stretch, or a search that does not settle: bisect
+            guess = math.sqrt(low * high)
+        guess = min(max(guess, low * step), high / step)
+        moved = ""
+        trials = [t for t in (guess / step, guess * step) if low < t < high]
+        for trial in trials or [math.sqrt(low * high)]:
+            trial_fits, trial_room = _probe(workload, precision, trial, usable_bytes)
+            if trial_fits:
+                low, low_room, moved = trial, trial_room, "low"
+            else:
+                high, high_room, moved = trial, trial_room, "high"
+                break
+        # Illinois: an end that stays put twice weighs half as much in the next secant step.
+        if moved == last_moved == "low":
+            high_room //= 2
+        elif moved == last_moved == "high":
+            low_room //= 2
+        last_moved = moved
     return low
 
 
@@ -113,48 +336,87 @@ class TierRow:
     cells: list[Cell]
 
 
-def preset_totals(
-    workload: Workload, presets: list[ModelPreset], precisions: tuple[str, ...]
-) -> dict[str, list[tuple[ModelPreset, int]]]:
-    """Each catalogue model's total at each precision, computed once for the whole table."""
-    totals: dict[str, list[tuple[ModelPreset, int]]] = {}
-    models = _descriptions(presets)
-    for precision in precisions:
-        rows = []
-        for preset in presets:
-            request = workload.request(models[preset.pk], precision)
-            rows.append((preset, estimate(request).total_bytes))
-        totals[precision] = sorted(rows, key=lambda row: -row[0].params_total)
-    return totals
+def _smallest_fitting_tier(
+    workload: Workload, model: ConfigModel, precision: str, usables: list[int]
+) -> int | None:
+    """Index of the smallest tier the model fits in (None: not even the largest); fitting is
+    monotone in memory, so a bisection over the tiers finds it."""
+
+    def fits_tier(index: int) -> bool:
+        usable = usables[index]
+        request = workload.request(model, precision, usable_bytes=usable)
+        return fits(workload, cached_estimate(request), usable)
+
+    if not fits_tier(len(usables) - 1):
+        return None
+    low, high = -1, len(usables) - 1  # low does not fit (or is below the table), high fits
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits_tier(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def tier_examples(
+    workload: Workload,
+    presets: list[ModelPreset],
+    precision: str,
+    usables: list[int],
+    models: dict[int, ConfigModel] | None = None,
+) -> list[list[tuple[ModelPreset, int]]]:
+    """Per tier, the three largest catalogue models that fit, with their totals there."""
+    models = models or _descriptions(presets)
+    examples: list[list[tuple[ModelPreset, int]]] = [[] for _ in usables]
+    for preset in sorted(presets, key=lambda p: -p.params_total):
+        first = _smallest_fitting_tier(workload, models[preset.pk], precision, usables)
+        if first is None:
+            continue
+        for index in range(first, len(usables)):
+            if len(examples[index]) < 3:
+                usable = usables[index]
+                request = workload.request(models[preset.pk], precision, usable_bytes=usable)
+                result = cached_estimate(request)
+                if fits(workload, result, usable):  # checked, not assumed from the bisection
+                    examples[index].append((preset, result.total_bytes))
+        # Smaller models come later: once every tier lists three, none of them can show up.
+        if all(len(listed) == 3 for listed in examples):
+            break
+    return examples
 
 
 def tier_table(workload: Workload, presets: list[ModelPreset]) -> list[TierRow]:
-    precisions = PRECISIONS_BY_MODE[workload.mode]
-    totals = preset_totals(workload, presets, precisions)
-    table = []
-    for gb in TIERS_GB:
-        usable = tier_usable_bytes(gb)
-        cells = []
-        for precision in precisions:
-            honest = largest_params_billion(workload, precision, usable)
+    usables = [tier_usable_bytes(gb) for gb in TIERS_GB]
+    models = _descriptions(presets)
+    columns = []
+    for precision in workload.precisions:
+        examples = tier_examples(workload, presets, precision, usables, models)
+        headline = 0.01
+        column = []
+        for gb, usable, listed in zip(TIERS_GB, usables, examples, strict=True):
+            size = largest_fitting_size(workload, precision, usable, at_least=headline)
+            headline = max(size, 0.01)
+            honest = reference_params_billion(workload, size) if size else 0.0
             # Examples larger than the reference shape fit because they need less memory per
             # parameter beside the weights (fewer KV heads or layers, sliding windows); they
             # are marked, so the headline never silently contradicts them.
-            fitting = [
-                Example(p, t, above_headline=p.params_total > honest * 1e9)
-                for p, t in totals[precision]
-                if t <= usable
-            ][:3]
-            cells.append(
+            column.append(
                 Cell(
                     precision=precision,
                     honest_billion=honest,
                     naive_billion=naive_billion(gb, precision),
-                    examples=fitting,
+                    examples=[
+                        Example(p, t, above_headline=p.params_total > honest * 1e9)
+                        for p, t in listed
+                    ],
                 )
             )
-        table.append(TierRow(gb, usable, cells))
-    return table
+        columns.append(column)
+    return [
+        TierRow(gb, usable, [column[index] for column in columns])
+        for index, (gb, usable) in enumerate(zip(TIERS_GB, usables, strict=True))
+    ]
 
 
 @dataclass(frozen=True)
@@ -163,6 +425,32 @@ class ModelFit:
     precision: str
     max_context: int
     total_bytes: int
+
+
+def longest_context(
+    workload: Workload,
+    request: EstimateRequest,
+    result: EstimateResult,
+    usable_bytes: int,
+    limit: int,
+) -> int:
+    """The longest context (tokens per sequence) that still fits, as each runtime counts it:
+    transformers' seq_len, llama.cpp's n_ctx at full offload over its slots, vLLM's longest
+    --max-model-len that starts; at most ``limit``."""
+    if workload.runtime == "llama_cpp":
+        # llama.cpp's buffers must fit beside the CUDA context (as on the calculator page).
+        room = max(usable_bytes - result.breakdown.cuda_context, 0)
+        n_ctx = longest_context_full_offload(
+            resolve_architecture(request.model),
+            llama_cpp_options(request),
+            room,
+            limit=max(limit * workload.batch_size, 256),
+        )
+        return min(n_ctx // workload.batch_size, limit)
+    if workload.runtime == "vllm":
+        longest = longest_max_model_len(resolve_architecture(request.model), vllm_options(request))
+        return min(longest, limit)
+    return largest_fitting(request, "seq_len", usable_bytes, limit) or 0
 
 
 def models_that_fit(
@@ -175,26 +463,55 @@ def models_that_fit(
             tensor_parallel=gpu_count if workload.mode == "inference" else 1,
             zero_stage=0 if workload.mode == "inference" else 3,
         )
-    fits = []
+    precisions = workload.precisions
+    found = []
     models = _descriptions(presets)
     for preset in presets:
-        for precision in PRECISIONS_BY_MODE[workload.mode]:
-            request = workload.request(models[preset.pk], precision, **extra)
-            result = estimate(request)
-            if result.total_bytes <= usable_bytes:
-                limit = preset.max_context or 131_072
-                context = largest_fitting(request, "seq_len", usable_bytes, limit) or 0
-                fits.append(ModelFit(preset, precision, context, result.total_bytes))
-                break
+
+        def attempt(index: int, preset: ModelPreset = preset) -> tuple[EstimateRequest, Any]:
+            request = workload.request(
+                models[preset.pk], precisions[index], usable_bytes=usable_bytes, **extra
+            )
+            result = cached_estimate(request)
+            return request, result if fits(workload, result, usable_bytes) else None
+
+        # The least precise format first: a model that does not fit in it is out at once;
+        # formats are ordered by size, so a bisection finds the most precise that fits.
+        request, result = attempt(len(precisions) - 1)
+        if result is None:
+            continue
+        best, low = len(precisions) - 1, -1
+        while best - low > 1:
+            middle = (low + best) // 2
+            tried, tried_result = attempt(middle)
+            if tried_result is None:
+                low = middle
+            else:
+                best, request, result = middle, tried, tried_result
+        limit = preset.max_context or 131_072
+        context = longest_context(workload, request, result, usable_bytes, limit)
+        found.append(ModelFit(preset, precisions[best], context, result.total_bytes))
     # 2-bit fits go last: they run, but with a large loss of quality (see PRECISION_QUALITY).
-    return sorted(fits, key=lambda fit: (fit.precision == "int2", -fit.preset.params_total))
+    return sorted(
+        found, key=lambda fit: (fit.precision in LARGE_QUALITY_LOSS, -fit.preset.params_total)
+    )
+
+
+def naive_bytes_per_param(precision: str) -> float:
+    """Bytes per weight of a format alone: a GGUF type's base ggml block (Q4_K_M → Q4_K)."""
+    if precision in NAIVE_BYTES:
+        return NAIVE_BYTES[precision]
+    base = precision if precision in GGML_BLOCK else precision.rsplit("_", 1)[0]
+    if base in GGML_BLOCK:
+        elements, size = GGML_BLOCK[base]
+        return size / elements
+    return BYTES_PER_ELEMENT.get(precision, 2.0)
 
 
 def naive_billion(gb: float, precision: str) -> float:
     """What simple tables print: all of the card's memory (GB as marketed, which GPU vendors
     count in GiB) divided by bytes per parameter."""
-    bytes_per_param = NAIVE_BYTES.get(precision, BYTES_PER_ELEMENT.get(precision, 2.0))
-    return gb * (1 << 30) / bytes_per_param / 1e9
+    return gb * (1 << 30) / naive_bytes_per_param(precision) / 1e9
 
 
 def calculator_query(
@@ -207,7 +524,7 @@ def calculator_query(
     vram_gb: float | None = None,
 ) -> str:
     """The calculator permalink for a model at a setting of this page, checked against the
-    GPU (or the memory amount) chosen here."""
+    GPU (or the memory amount) chosen here, with the same runtime and format."""
     from urllib.parse import urlencode
 
     params: dict[str, Any] = {
@@ -215,12 +532,17 @@ def calculator_query(
         "mode": workload.mode,
         "seq": workload.seq_len,
         "batch": workload.batch_size,
-        "precision": "bf16" if precision in {"mixed", "nf4"} else precision,
     }
-    if precision == "mixed":
-        params["mixed"] = "on"
-    if workload.mode == "inference":
-        params["kv"] = "bf16"
+    if workload.runtime == "llama_cpp":
+        params.update(runtime="llama_cpp", gguf=precision)
+    elif workload.runtime == "vllm":
+        params.update(runtime="vllm", quant=precision)
+    else:
+        params["precision"] = "bf16" if precision in {"mixed", "nf4"} else precision
+        if precision == "mixed":
+            params["mixed"] = "on"
+        if workload.mode == "inference":
+            params["kv"] = "bf16"
     if gpu_slug:
         params["gpu"] = gpu_slug
     elif vram_gb:

@@ -496,8 +496,22 @@ def suggest(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def fits(request: HttpRequest) -> HttpResponse:
-    """The honest 'what fits in my VRAM' table, and every catalogue model that fits your GPU."""
+def fits(request: HtmxHttpRequest) -> HttpResponse:
+    """The honest 'what fits in my VRAM' table, and every catalogue model that fits your GPU.
+
+    Each setting takes hundreds of estimator searches (llama.cpp's per-tensor GGUF layout is the
+    dearest), so the rendered page is cached the same way as the calculator's."""
+    key = _cache_key(request)
+    cached = cache.get(key) if key else None
+    if cached is not None:
+        return HttpResponse(cached)
+    response = _fits(request)
+    if key and response.status_code == 200:
+        cache.set(key, response.content, RESULT_CACHE_SECONDS)
+    return response
+
+
+def _fits(request: HttpRequest) -> HttpResponse:
     data = QueryDict(mutable=True)
     for key, value in FitsForm.DEFAULTS.items():
         data[key] = str(value)
@@ -508,11 +522,14 @@ def fits(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"form": form, "gpus": gpu_list()}
     if form.is_valid():
         c = form.cleaned_data
-        workload = reverse.Workload(mode=c["mode"], seq_len=c["seq"], batch_size=c["batch"])
+        workload = reverse.Workload(
+            mode=c["mode"], seq_len=c["seq"], batch_size=c["batch"], runtime=c["runtime"]
+        )
         presets = list(preset_list())
         context["workload"] = workload
         context["mode_label"] = dict(FITS_MODE_CHOICES)[workload.mode]
-        context["precisions"] = reverse.PRECISIONS_BY_MODE[workload.mode]
+        context["precisions"] = workload.precisions
+        context["large_quality_loss"] = reverse.LARGE_QUALITY_LOSS
         context["table"] = reverse.tier_table(workload, presets)
         gpu = GpuSpec.objects.filter(slug=c.get("gpu") or "", active=True).first()
         usable = (

@@ -169,6 +169,9 @@ PRECISION_LABELS = {
     "int2": "INT2",
     "nf4": "NF4 (QLoRA)",
     "mixed": _("BF16 mixed precision"),
+    # vLLM's --quantization values (the 'what fits' page's columns for vLLM).
+    "none": _("None (BF16/FP16)"),
+    "awq": "AWQ",
 }
 
 
