@@ -131,12 +131,15 @@ class Calculation:
     def verdict(self) -> presenters.Verdict | None:
         if self.gpu is None:
             return None
-        verdict = presenters.verdict(
-            self.result.total_bytes, self.gpu.usable_bytes, self.gpu.nominal_bytes
-        )
+        usable = self.gpu.usable_bytes
         started = self.result.vllm
-        if started is not None and not started.fits and verdict.fits:
-            # vLLM refuses to start when one max_model_len request does not fit in the pool.
+        if started is None:
+            return presenters.verdict(self.result.total_bytes, usable, self.gpu.nominal_bytes)
+        # vLLM: its share of the card beside the CUDA context, and one request in the pool.
+        verdict = presenters.verdict(
+            presenters.vllm_start_bytes(self.result), usable, self.gpu.nominal_bytes
+        )
+        if verdict.fits and not started.fits:
             block_bytes = started.kv_bytes_per_token * self.request_vllm_block_size
             missing = max(started.blocks_per_request - started.num_gpu_blocks, 1) * block_bytes
             verdict = presenters.Verdict(
@@ -576,7 +579,7 @@ class Calculation:
         body["verdict"] = None
         if self.gpu is not None and self.verdict is not None:
             body["verdict"] = presenters.verdict_payload(
-                total_bytes=self.result.total_bytes,
+                total_bytes=presenters.vllm_start_bytes(self.result),
                 gpu_slug=self.gpu.slug,
                 gpu_name=str(self.gpu.name),
                 usable_bytes=self.gpu.usable_bytes,

@@ -252,6 +252,25 @@ class Verdict:
     shortfall_bytes: int
 
 
+def vllm_start_bytes(result: EstimateResult) -> int:
+    """What vLLM needs free when it starts: its ``gpu_memory_utilization`` share of the card
+    beside the CUDA context it has already created (vLLM refuses to start otherwise,
+    ``vllm/v1/worker/gpu_worker.py``). CUDA graphs are captured afterwards from what is left."""
+    started = result.vllm
+    if started is None:
+        return result.total_bytes
+    return started.budget + result.breakdown.cuda_context - started.non_torch
+
+
+def runtime_fits(result: EstimateResult, usable_bytes: int) -> bool:
+    """Whether the run fits the card as its runtime decides: vLLM starts when its share fits
+    beside the CUDA context and one max_model_len request fits its pool; the others when their
+    total does."""
+    if result.vllm is not None:
+        return result.vllm.fits and vllm_start_bytes(result) <= usable_bytes
+    return result.total_bytes <= usable_bytes
+
+
 def verdict(total_bytes: int, usable_bytes: int, nominal_bytes: int) -> Verdict:
     fits = total_bytes <= usable_bytes
     headroom = 100 * (usable_bytes - total_bytes) / usable_bytes if usable_bytes else 0.0

@@ -26,7 +26,7 @@ from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.estimator.runtimes import longest_context_full_offload, longest_max_model_len
 from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
 from calculator.models import DEFAULT_USABLE_FRACTION, ModelPreset
-from calculator.presenters import cached_estimate, largest_fitting
+from calculator.presenters import cached_estimate, largest_fitting, runtime_fits
 
 TIERS_GB = (16, 24, 48, 80, 96, 128, 160, 192, 256, 320, 384, 512)
 PRECISIONS_BY_MODE = {
@@ -140,8 +140,8 @@ def _fits_in_memory(result: EstimateResult, usable_bytes: int) -> bool:
 
 
 def _vllm_starts(result: EstimateResult, usable_bytes: int) -> bool:
-    # As the calculator's verdict: within the card, and one max_model_len request fits the pool.
-    return result.vllm is not None and result.vllm.fits and result.total_bytes <= usable_bytes
+    # As the calculator's verdict (presenters.runtime_fits).
+    return result.vllm is not None and runtime_fits(result, usable_bytes)
 
 
 # Whether a result fits, per runtime. transformers: its total (peak + CUDA context + allocator

@@ -26,7 +26,12 @@ from calculator.estimator.overheads import (
 )
 from calculator.estimator.parallelism import Plan, plan_for
 from calculator.estimator.precision import BYTES_PER_ELEMENT, WEIGHT_FORMATS, compute_dtype
-from calculator.estimator.runtimes.llama_cpp import LlamaCppOptions, estimate_llama_cpp
+from calculator.estimator.runtimes.llama_cpp import (
+    GgufTensor,
+    LlamaCppOptions,
+    estimate_llama_cpp,
+    gguf_tensor_types,
+)
 from calculator.estimator.runtimes.vllm import Quantization, VllmOptions, estimate_vllm
 from calculator.estimator.schemas import (
     Assumption,
@@ -216,11 +221,28 @@ def _checkpoint_vllm_quantization(request: EstimateRequest) -> Quantization:
     return cast("Quantization", stored.vllm) if stored else "none"
 
 
+_GGUF_TYPES: dict[tuple[str, str], list[tuple[GgufTensor, str]]] = {}
+
+
+def _gguf_types(
+    request: EstimateRequest, arch: Architecture, gguf_type: str
+) -> list[tuple[GgufTensor, str]]:
+    """The file's tensor types, computed once per model and file type: they are most of a
+    llama.cpp estimate's cost, and context or layer searches ask for the same file many times."""
+    key = (request.model.cache_key(), gguf_type)
+    typed = _GGUF_TYPES.get(key)
+    if typed is None:
+        if len(_GGUF_TYPES) >= 2_000:
+            _GGUF_TYPES.clear()
+        typed = _GGUF_TYPES[key] = gguf_tensor_types(arch, gguf_type)
+    return typed
+
+
 def _llama_cpp(request: EstimateRequest, arch: Architecture, notes: _Notes) -> EstimateResult:
     """llama.cpp's load-time buffers on the GPU (model, KV cache, compute) plus the CUDA context;
     what stays on the host is ``host_bytes``."""
     options = llama_cpp_options(request)
-    loaded = estimate_llama_cpp(arch, options)
+    loaded = estimate_llama_cpp(arch, options, typed=_gguf_types(request, arch, options.gguf_type))
     notes.add(
         gettext_noop(
             "llama.cpp with a %(gguf)s GGUF file (%(bpw)s bits per weight), a %(n_ctx)s-token "

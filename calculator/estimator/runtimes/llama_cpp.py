@@ -710,9 +710,17 @@ def compute_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
     return DeviceBytes(gpu=device, host=host)
 
 
-def estimate_llama_cpp(arch: Architecture, options: LlamaCppOptions) -> LlamaCppResult:
-    """All of llama.cpp's load-time buffers for ``arch`` under ``options``."""
-    typed = gguf_tensor_types(arch, options.gguf_type)
+def estimate_llama_cpp(
+    arch: Architecture,
+    options: LlamaCppOptions,
+    *,
+    typed: list[tuple[GgufTensor, str]] | None = None,
+) -> LlamaCppResult:
+    """All of llama.cpp's load-time buffers for ``arch`` under ``options``. ``typed`` (the file's
+    tensor types, ``gguf_tensor_types``) may be passed in by searches that try many contexts or
+    layer counts for one file: it is most of the cost and depends only on the file type."""
+    if typed is None:
+        typed = gguf_tensor_types(arch, options.gguf_type)
     file_bytes = sum(tensor_bytes(t, ggml_type) for t, ggml_type in typed)
     elements = sum(t.elements for t, _ in typed)
     counts: dict[str, int] = {}
@@ -742,15 +750,24 @@ def estimate_llama_cpp(arch: Architecture, options: LlamaCppOptions) -> LlamaCpp
 def most_gpu_layers_that_fit(
     arch: Architecture, options: LlamaCppOptions, gpu_memory_bytes: int
 ) -> int:
-    """The largest ``-ngl`` whose GPU buffers fit in ``gpu_memory_bytes`` (0 if none does)."""
-    best = 0
-    for ngl in range(arch.num_layers + 2):
-        result = estimate_llama_cpp(arch, options.model_copy(update={"n_gpu_layers": ngl}))
-        if result.gpu_bytes <= gpu_memory_bytes:
-            best = ngl
+    """The largest ``-ngl`` whose GPU buffers fit in ``gpu_memory_bytes`` (0 if none does).
+    GPU bytes only grow with ``-ngl``, so a bisection over 0..layers+1 finds it."""
+    typed = gguf_tensor_types(arch, options.gguf_type)
+
+    def fits(ngl: int) -> bool:
+        trial = options.model_copy(update={"n_gpu_layers": ngl})
+        return estimate_llama_cpp(arch, trial, typed=typed).gpu_bytes <= gpu_memory_bytes
+
+    if not fits(0):
+        return 0
+    low, high = 0, arch.num_layers + 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
         else:
-            break
-    return min(best, arch.num_layers + 1)
+            high = mid - 1
+    return low
 
 
 def longest_context_full_offload(
@@ -758,10 +775,11 @@ def longest_context_full_offload(
 ) -> int:
     """The largest ``n_ctx`` (a multiple of 256) that fits fully offloaded; 0 if none does."""
     full = options.model_copy(update={"n_gpu_layers": None})
+    typed = gguf_tensor_types(arch, options.gguf_type)
 
     def fits(n_ctx: int) -> bool:
         trial = full.model_copy(update={"n_ctx": n_ctx})
-        return estimate_llama_cpp(arch, trial).gpu_bytes <= gpu_memory_bytes
+        return estimate_llama_cpp(arch, trial, typed=typed).gpu_bytes <= gpu_memory_bytes
 
     if not fits(256):
         return 0
