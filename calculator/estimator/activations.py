@@ -44,6 +44,13 @@ class Setting:
     """Korthikanti et al. 2022 §4.2: the attention core is recomputed, its scores not kept."""
     adapter_bytes: float = FP32
     """Bytes per element of LoRA adapters (fp32 under PEFT's default autocast_adapter_dtype)."""
+    quantized_base: bool = False
+    """Frozen base linears are bitsandbytes 4-bit layers, whose ``MatMul4Bit`` saves its input
+    whenever the input requires grad (``if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)``,
+    bitsandbytes/autograd/_functions.py), unlike a frozen ``nn.Linear``."""
+    fused_gelu: bool = False
+    """The tanh GELU runs as one op (``F.gelu(approximate='tanh')``) instead of transformers'
+    Python ``gelu_new``, so it keeps only its input."""
 
     @property
     def tokens(self) -> int:
@@ -129,7 +136,8 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     qkv_consumers = 1 if fused_qkv else 3
     if arch.attention_kind == "mla":
         qkv_consumers = 2  # q_a (or q) and kv_a read the normalised input
-    hidden_wide += _linear_input_saved(h, qkv_consumers, s, trainable=trainable)
+    keeps_input = trainable or s.quantized_base
+    hidden_wide += _linear_input_saved(h, qkv_consumers, s, trainable=keeps_input)
     hidden_wide += _lora_saved(h, s, _adapted(s, "q_proj", "k_proj", "v_proj"))
 
     if arch.attention_kind == "mla":
@@ -157,14 +165,14 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
         per_token += p * 3 * q_width
         per_token += p * max(0, v_storage - v_width)
     # The attention output, made contiguous for o_proj.
-    per_token += _linear_input_saved(out_width, 1, s, trainable=trainable)
+    per_token += _linear_input_saved(out_width, 1, s, trainable=trainable or s.quantized_base)
     per_token += _lora_saved(out_width, s, _adapted(s, "o_proj"))
 
     if arch.hidden_dropout and s.training:
         hidden_wide += 2 * MASK * h
 
     # MLP: its hidden-wide input, then the (tensor-parallel) interior.
-    hidden_wide += _mlp_input_bytes(arch, s, trainable=trainable)
+    hidden_wide += _mlp_input_bytes(arch, s, trainable=keeps_input)
     per_token += _mlp_bytes(arch, s, index, trainable=trainable)
     per_token += hidden_wide / s.hidden_split
 
@@ -181,15 +189,16 @@ def _mlp_bytes(arch: Architecture, s: Setting, index: int, *, trainable: bool) -
     p = s.act_bytes
     h = arch.hidden_size
     saved = 0.0
+    keeps_input = trainable or s.quantized_base
 
     def dense(width: int) -> float:
         inner = width / s.plan.tp
         if arch.mlp_gated:
             # act(gate) keeps gate; act*up keeps both factors; down keeps the product.
-            kept = 3 * p * inner + (p * inner if trainable else 0.0)
+            kept = 3 * p * inner + (p * inner if keeps_input else 0.0)
         else:
-            act_saved = 4 if arch.hidden_act == "gelu_new" else 1
-            kept = act_saved * p * inner + (p * inner if trainable else 0.0)
+            act_saved = 4 if arch.hidden_act == "gelu_new" and not s.fused_gelu else 1
+            kept = act_saved * p * inner + (p * inner if keeps_input else 0.0)
         return kept + _lora_saved(int(inner), s, _adapted(s, "down_proj"))
 
     if arch.is_moe_layer(index):

@@ -414,7 +414,19 @@ def _training(
         )
 
     # --- dtypes -----------------------------------------------------------------------
-    if mode == "qlora":
+    if mode == "qlora" and not stack.qlora_fp32_non_quantized:
+        weight_format = "nf4"
+        p = residual = other_bytes = BYTES_PER_ELEMENT[compute_dtype(request.precision)]
+        autocast = False
+        notes.add(
+            gettext_noop(
+                "QLoRA: base linears in NF4 with double quantization; embeddings, LM head and "
+                "norms stay in %(dtype)s, as the stack loads them."
+            ),
+            WEIGHT_FORMATS["nf4"].source + "; " + stack.source,
+            dtype=compute_dtype(request.precision),
+        )
+    elif mode == "qlora":
         weight_format, other_bytes = "nf4", FP32
         p, residual, autocast = BYTES_PER_ELEMENT[compute_dtype(request.precision)], FP32, True
         notes.add(
@@ -610,6 +622,8 @@ def _training(
         sequence_parallel=switches.sequence_parallel and plan.tp > 1,
         selective_recompute=checkpointing == "selective",
         adapter_bytes=adapter_bytes,
+        fused_gelu=stack.own_model_code,
+        quantized_base=mode == "qlora",
     )
     one_layer = max(act.training_layer_bytes(arch, setting, i) for i in _layer_samples(arch))
     working = max(act.backward_layer_working_bytes(arch, setting, i) for i in _layer_samples(arch))

@@ -28,6 +28,12 @@ class Stack:
     pinned_host_memory: bool
     """Whether the stack page-locks the host copies it offloads to."""
     source: str
+    qlora_fp32_non_quantized: bool = True
+    """QLoRA: embeddings, LM head and norms upcast to fp32 (PEFT's
+    ``prepare_model_for_kbit_training``); torchtune and Unsloth keep them in bf16."""
+    own_model_code: bool = False
+    """The stack runs its own model implementation, whose tanh GELU is one fused op
+    (litgpt/model.py ``F.gelu(x, approximate=config.gelu_approximate)``; torchtune's modules)."""
 
 
 STACKS: dict[str, Stack] = {
@@ -80,13 +86,14 @@ STACKS: dict[str, Stack] = {
         optimizer_offload=False,
         parameter_offload=False,
         sequence_parallel=False,
-        adapters_in_compute_dtype=False,
+        adapters_in_compute_dtype=True,
         pinned_host_memory=False,
         source=gettext_noop(
             "Unsloth README and unsloth/models/_utils.py "
             "(Unsloth_Offloaded_Gradient_Checkpointer: hidden_states.to('cpu', non_blocking=True)); "
             "unsloth/kernels/cross_entropy_loss.py"
         ),
+        qlora_fp32_non_quantized=False,
     ),
     "torchtune": Stack(
         label=gettext_noop("torchtune"),
@@ -107,6 +114,8 @@ STACKS: dict[str, Stack] = {
             "torchtune/modules/loss/ce_chunked_output_loss.py (num_output_chunks=8); "
             "torchtune/training/_activation_offloading.py (pinned host buffers)"
         ),
+        own_model_code=True,
+        qlora_fp32_non_quantized=False,
     ),
     "litgpt": Stack(
         label=gettext_noop("LitGPT"),
@@ -126,6 +135,8 @@ STACKS: dict[str, Stack] = {
             "Lightning-AI/litgpt litgpt/finetune/lora.py (lm_head_chunk_size=128, "
             "chunked_cross_entropy) and litgpt/utils.py; tutorials/resource-tables.md (bf16-true)"
         ),
+        own_model_code=True,
+        qlora_fp32_non_quantized=False,
     ),
     "deepspeed": Stack(
         label=gettext_noop("DeepSpeed ZeRO"),
