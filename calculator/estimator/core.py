@@ -753,8 +753,16 @@ def _training(
             ),
             "backward (start)": Breakdown(
                 weights=weights_bwd,
-                activations=int(kept + recompute + (working if recompute else 0)),
+                activations=int(kept),
                 logits=int(loss_bwd),
+                gradients=grads_early,
+                **common,
+            ),
+            # With checkpointing the last layer is recomputed only once the loss's gradient has
+            # been reduced to the hidden states: the logit-sized tensors are gone by then.
+            "backward (recompute)": Breakdown(
+                weights=weights_bwd,
+                activations=int(kept + recompute + working) if recompute else 0,
                 gradients=grads_early,
                 **common,
             ),
