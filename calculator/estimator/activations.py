@@ -48,6 +48,12 @@ class Setting:
     """Frozen base linears are bitsandbytes 4-bit layers, whose ``MatMul4Bit`` saves its input
     whenever the input requires grad (``if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)``,
     bitsandbytes/autograd/_functions.py), unlike a frozen ``nn.Linear``."""
+    fused_layer_kernels: bool = False
+    """Unsloth's Triton kernels: RMSNorm saves its input and a per-row rstd
+    (``Fast_RMS_Layernorm``: ``save_for_backward(X, W, r)``); the LoRA QKV, O and MLP functions
+    keep each block's input once and the MLP only ``e`` and ``g`` (``LoRA_MLP``:
+    ``save_for_backward(..., X, e, g)``), recomputing the adapters' intermediates
+    (unsloth/kernels/rms_layernorm.py, fast_lora.py)."""
     fused_gelu: bool = False
     """The tanh GELU runs as one op (``F.gelu(approximate='tanh')``) instead of transformers'
     Python ``gelu_new``, so it keeps only its input."""
@@ -72,6 +78,8 @@ def _norm_saved(arch: Architecture, s: Setting, *, trainable: bool) -> float:
     """
     if arch.norm_kind == "layer":
         return s.residual_bytes
+    if s.fused_layer_kernels:
+        return s.residual_bytes
     upcast = FP32
     if arch.norm_kind == "rms_gemma" or arch.model_type == "olmo2":
         return upcast + FP32
@@ -80,6 +88,8 @@ def _norm_saved(arch: Architecture, s: Setting, *, trainable: bool) -> float:
 
 def _linear_input_saved(width: int, consumers: int, s: Setting, *, trainable: bool) -> float:
     """A linear keeps its input only when its weight trains; autocast keeps one cast per consumer."""
+    if s.fused_layer_kernels:
+        return s.act_bytes * width
     if not trainable:
         return 0.0
     if s.autocast:
@@ -90,6 +100,8 @@ def _linear_input_saved(width: int, consumers: int, s: Setting, *, trainable: bo
 def _lora_saved(width_in: float, s: Setting, modules: int) -> float:
     """PEFT casts the input to the adapter's dtype (fp32 by default) and keeps it, plus lora_A's
     output for lora_B; adapters in the compute dtype keep the input they share with the base."""
+    if s.fused_layer_kernels:
+        return 0.0
     if s.adapter_bytes == s.act_bytes:
         # No cast: lora_A saves the same tensor the base linear received (counted once, here).
         return modules * s.act_bytes * s.lora_rank + (s.act_bytes * width_in if modules else 0.0)
@@ -193,7 +205,9 @@ def _mlp_bytes(arch: Architecture, s: Setting, index: int, *, trainable: bool) -
 
     def dense(width: int) -> float:
         inner = width / s.plan.tp
-        if arch.mlp_gated:
+        if arch.mlp_gated and s.fused_layer_kernels:
+            kept = 2 * p * inner
+        elif arch.mlp_gated:
             # act(gate) keeps gate; act*up keeps both factors; down keeps the product.
             kept = 3 * p * inner + (p * inner if keeps_input else 0.0)
         else:

@@ -624,6 +624,7 @@ def _training(
         adapter_bytes=adapter_bytes,
         fused_gelu=stack.own_model_code,
         quantized_base=mode == "qlora",
+        fused_layer_kernels=stack.fused_layer_kernels,
     )
     one_layer = max(act.training_layer_bytes(arch, setting, i) for i in _layer_samples(arch))
     working = max(act.backward_layer_working_bytes(arch, setting, i) for i in _layer_samples(arch))

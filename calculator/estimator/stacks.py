@@ -31,6 +31,8 @@ class Stack:
     qlora_fp32_non_quantized: bool = True
     """QLoRA: embeddings, LM head and norms upcast to fp32 (PEFT's
     ``prepare_model_for_kbit_training``); torchtune and Unsloth keep them in bf16."""
+    fused_layer_kernels: bool = False
+    """Unsloth's Triton layer kernels (see ``activations.Setting.fused_layer_kernels``)."""
     own_model_code: bool = False
     """The stack runs its own model implementation, whose tanh GELU is one fused op
     (litgpt/model.py ``F.gelu(x, approximate=config.gelu_approximate)``; torchtune's modules)."""
@@ -91,9 +93,10 @@ STACKS: dict[str, Stack] = {
         source=gettext_noop(
             "Unsloth README and unsloth/models/_utils.py "
             "(Unsloth_Offloaded_Gradient_Checkpointer: hidden_states.to('cpu', non_blocking=True)); "
-            "unsloth/kernels/cross_entropy_loss.py"
+            "unsloth/kernels/cross_entropy_loss.py, rms_layernorm.py, fast_lora.py"
         ),
         qlora_fp32_non_quantized=False,
+        fused_layer_kernels=True,
     ),
     "torchtune": Stack(
         label=gettext_noop("torchtune"),
