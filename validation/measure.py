@@ -273,7 +273,7 @@ def _loss(model, ids, req: dict):
     chunks = [head(part) for part in hidden.tensor_split(CHUNKS, dim=1)]
     labels = ids.tensor_split(CHUNKS, dim=1)
     total = 0.0
-    for logits, target in zip(chunks, labels):
+    for logits, target in zip(chunks, labels, strict=True):
         total = total + torch.nn.functional.cross_entropy(
             logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1), reduction="sum"
         )

@@ -14,7 +14,6 @@ from calculator.estimator.kv_cache import (
     recurrent_state_bytes,
 )
 from calculator.estimator.lora import adapter_params, module_shapes, resolve_targets
-from calculator.estimator.messages import gettext_noop
 from calculator.estimator.loss import (
     TORCHTUNE_OUTPUT_CHUNKS,
     LossBytes,
@@ -22,6 +21,7 @@ from calculator.estimator.loss import (
     full_loss_bytes,
     fused_linear_loss_bytes,
 )
+from calculator.estimator.messages import gettext_noop
 from calculator.estimator.optimizer import (
     BNB_MIN_8BIT_SIZE,
     adafactor_state_elements,
@@ -514,7 +514,9 @@ def _training(
         state_bytes = trainable_local * profile.state_bytes_per_param
         if profile.small_tensor_state_bytes is not None and not lora:
             small = _small_tensor_params(arch)
-            state_bytes += small * (profile.small_tensor_state_bytes - profile.state_bytes_per_param)
+            state_bytes += small * (
+                profile.small_tensor_state_bytes - profile.state_bytes_per_param
+            )
         optimizer_states = state_bytes / plan.optimizer_shards
     step_temp = (
         trainable_local * trainable_bytes * profile.step_temp_fraction / plan.optimizer_shards
@@ -577,7 +579,11 @@ def _training(
                 "Rajbhandari et al. 2020 (arXiv:1910.02054) §5.3; PyTorch FSDP docs (forward_prefetch)"
             ),
         )
-    if (plan.zero_stage == 3 or switches.parameter_offload) and request.mixed_precision and not lora:
+    if (
+        (plan.zero_stage == 3 or switches.parameter_offload)
+        and request.mixed_precision
+        and not lora
+    ):
         working_copies = gather
         gather = 0.0
 
@@ -698,7 +704,9 @@ def _training(
                 "Context parallel: each GPU holds %(tokens)s of the %(seq)s tokens of a sequence "
                 "and their activations; keys and values of the other chunks pass through in turn."
             ),
-            gettext_noop("Megatron-LM context parallelism docs; Liu et al. 2023 (arXiv:2310.01889)"),
+            gettext_noop(
+                "Megatron-LM context parallelism docs; Liu et al. 2023 (arXiv:2310.01889)"
+            ),
             tokens=seq_local,
             seq=request.seq_len,
         )
@@ -709,9 +717,9 @@ def _training(
         share = stage.param_share
         layer_share = stage.layers / arch.num_layers
         persist_share = layer_share if lora else share
-        kept_layers = sum(
-            count * per_layer_kept[index] for index, count in arch.layer_kinds
-        ) * (stage.layers / arch.num_layers)
+        kept_layers = sum(count * per_layer_kept[index] for index, count in arch.layer_kinds) * (
+            stage.layers / arch.num_layers
+        )
         kept = stage.in_flight * kept_layers + (model_level if stage.last else 0.0)
         if offload_activations:
             host_activations = max(host_activations, kept - (model_level if stage.last else 0.0))

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from calculator.estimator.messages import gettext_noop
 
-
 BNB_SOURCE = (
     "bitsandbytes-foundation/bitsandbytes@06029dd6 bitsandbytes/optim/optimizer.py "
     "(Optimizer2State.init_state, get_state_buffer)"

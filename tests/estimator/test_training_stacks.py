@@ -35,7 +35,8 @@ def test_fused_adamw_keeps_no_step_temporaries(llama):
     assert fused.breakdown.optimizer_states == 4 * LLAMA31_8B_PARAMS
     assert foreach.peak_phase == "optimizer step"
     assert foreach.breakdown.optimizer_states == 6 * LLAMA31_8B_PARAMS
-    assert fused.switches is not None and fused.switches.optimizer_impl == "fused"
+    assert fused.switches is not None
+    assert fused.switches.optimizer_impl == "fused"
 
 
 def test_hf_trainer_default_is_the_fused_optimizer(llama):
@@ -149,7 +150,8 @@ def test_1f1b_stages_keep_pp_minus_k_micro_batches(llama31_8b):
     stages = _pipeline_stages(arch, plan, None)
     assert [stage.in_flight for stage in stages] == [4, 3, 2, 1]
     assert [stage.layers for stage in stages] == [8, 8, 8, 8]
-    assert stages[-1].last and not stages[0].last
+    assert stages[-1].last
+    assert not stages[0].last
 
 
 def test_first_stage_holds_the_whole_model_s_activations(llama):
