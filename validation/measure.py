@@ -50,8 +50,11 @@ SEMANTICS_NOTES = [
     "logits upcast to fp32); loss.backward(); optimizer.step(); optimizer.zero_grad(set_to_none=True). Two steps; "
     "the reported peak is the peak of step 2 only (optimizer states exist from step 1). The peak tracker is "
     "re-based at the start of step 2 (see README 'shims'); step-1 peak is reported separately.",
-    "optimizers: torch.optim.AdamW(lr=1e-5, foreach=True) / SGD(lr=1e-3, momentum=0 or 0.9, foreach=True); "
-    "foreach=True emulates the CUDA default, so multi-tensor temporaries are counted.",
+    "optimizers: torch.optim.AdamW(lr=1e-5) / SGD(lr=1e-3, momentum=0 or 0.9) in the request's optimizer_impl: "
+    "fused=True (default; HF Trainer's adamw_torch_fused, CPU kernels in torch 2.13), foreach=True (PyTorch's "
+    "CUDA default without fused; the first 48 cases) or foreach=False, fused=False (for_loop).",
+    "loss 'chunked': torchtune's CEWithChunkedOutputLoss pattern: base model's hidden states, the LM head on 8 "
+    "tensor_split chunks of positions, each chunk upcast to fp32 and reduced with cross_entropy(reduction='sum').",
     "mixed_precision=true: fp32 master weights; forward+loss inside torch.autocast('cpu', dtype=torch.bfloat16); "
     "backward and optimizer step outside autocast (HF Trainer bf16=True).",
     "gradient_checkpointing=true: model.gradient_checkpointing_enable() with transformers' default kwargs, i.e. "
