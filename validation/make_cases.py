@@ -65,7 +65,7 @@ FUSED_LORA_SOURCES = ("llama-3.2-1b/lora/bf16/adamw/r16-all-linear/b4-s1024/flas
 def stack_variants(cases):
     by_id = {case_id(c, r): (c, r) for c, r in cases}
     out = []
-    for cid, (cfg, r) in by_id.items():
+    for cfg, r in by_id.values():
         if r["mode"] in ("full_finetune", "pretrain") and r["optimizer"] == "adamw":
             out.append((cfg, {**r, "optimizer_impl": "fused"}))
     out += [(by_id[i][0], {**by_id[i][1], "optimizer_impl": "for_loop"}) for i in FOR_LOOP_SOURCES]
