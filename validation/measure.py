@@ -273,7 +273,12 @@ def _loss(model, ids, req: dict):
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     hidden = base.model(input_ids=ids).last_hidden_state
     head = base.get_output_embeddings()
-    chunks = [head(part) for part in hidden.tensor_split(CHUNKS, dim=1)]
+    # F.linear with the head's own weight: MemTracker refuses a module called several times in
+    # one step; the tensors allocated are the same as head(part).
+    chunks = [
+        torch.nn.functional.linear(part, head.weight, head.bias)
+        for part in hidden.tensor_split(CHUNKS, dim=1)
+    ]
     labels = ids.tensor_split(CHUNKS, dim=1)
     total = 0.0
     for logits, target in zip(chunks, labels, strict=True):
