@@ -710,6 +710,12 @@ def _training(
             tokens=seq_local,
             seq=request.seq_len,
         )
+    # A tied embedding's backward materialises a full vocabulary × hidden gradient before it is
+    # added to the one the LM head already left in .grad (embedding_dense_backward, then
+    # AccumulateGrad); untied embeddings write theirs straight into .grad.
+    tied_grad = 0.0
+    if arch.tie_word_embeddings and not lora:
+        tied_grad = arch.embedding_params / plan.tp * trainable_bytes
     offload_activations = switches.activation_offloading
     best: tuple[int, str, Breakdown] | None = None
     host_activations = 0.0
@@ -778,7 +784,7 @@ def _training(
             "backward (end)": Breakdown(
                 weights=int(resident + stage_gather),
                 activations=int(working + recompute),
-                gradients=int(stage_grads),
+                gradients=int(stage_grads + (tied_grad if stage.index == 0 else 0.0)),
                 **common,
             ),
             "optimizer step": Breakdown(
