@@ -814,8 +814,6 @@ def _training(
             stack.source,
             gib=round(host_activations / 2**30, 2),
         )
-    if plan.pp > 1:
-        phase = f"{phase}, stage {peak_stage + 1} of {plan.pp}"
     result = _finish(
         request, arch, peak_parts, phase=phase, trainable=int(trainable), notes=notes, training=True
     )
