@@ -684,6 +684,11 @@ def _training(
     )
 
     # --- pipeline stages -------------------------------------------------------------------
+    if plan.pp > arch.num_layers:
+        raise ConfigError(
+            f"pipeline_parallel ({plan.pp}) exceeds the model's {arch.num_layers} layers",
+            "pipeline_parallel",
+        )
     stages = _pipeline_stages(arch, plan, request.micro_batches)
     if plan.pp > 1:
         notes.add(
@@ -719,7 +724,9 @@ def _training(
     offload_activations = switches.activation_offloading
     best: tuple[int, str, Breakdown] | None = None
     host_activations = 0.0
-    for stage in stages:
+    # A middle stage never peaks: the first has at least as many layers, more micro-batches in
+    # flight and the embedding; only the last holds the LM head and the loss.
+    for stage in stages if len(stages) < 3 else [stages[0], stages[-1]]:
         share = stage.param_share
         layer_share = stage.layers / arch.num_layers
         persist_share = layer_share if lora else share

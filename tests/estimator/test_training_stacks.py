@@ -205,3 +205,9 @@ def test_published_stack_figures_median(stack):
 def test_every_figure_off_by_more_than_the_bound_says_why(row):
     if abs(row["error"]) > BOUND or not row["scored"]:
         assert len(row["note"]) > 40, row
+
+
+def test_more_pipeline_stages_than_layers_is_refused(llama):
+    # Llama 3.1 8B has 32 decoder layers (config.json num_hidden_layers); a stage needs one.
+    with pytest.raises(ValueError, match="exceeds the model's 32 layers"):
+        llama(mode="pretrain", num_gpus=64, pipeline_parallel=64)
