@@ -21,6 +21,9 @@ def req(
         "gradient_checkpointing": gc,
         "attention": attn,
     }
+    if mode != "inference":
+        # The first table was measured with foreach optimizers (PyTorch's CUDA default).
+        r["optimizer_impl"] = "foreach"
     if lora is not None:
         r["lora"] = {"rank": lora[0], "targets": lora[1]}
     return r
@@ -30,13 +33,48 @@ def case_id(cfg, r):
     prec = "mixed-bf16" if r["mixed_precision"] else r["precision"]
     parts = [cfg, r["mode"], prec]
     if r["mode"] != "inference":
-        parts.append(r["optimizer"])
+        impl = r.get("optimizer_impl", "foreach")
+        parts.append(r["optimizer"] + ("" if impl == "foreach" else f"-{impl}"))
     if r["mode"] == "lora":
         t = r["lora"]["targets"]
         parts.append(f"r{r['lora']['rank']}-" + (t if isinstance(t, str) else "+".join(t)))
     parts.append(f"b{r['batch_size']}-s{r['seq_len']}")
-    parts.append(r["attention"] + ("+gc" if r["gradient_checkpointing"] else ""))
+    suffix = ("+gc" if r["gradient_checkpointing"] else "") + (
+        "+chunked" if r.get("loss", "full") == "chunked" else ""
+    )
+    parts.append(r["attention"] + suffix)
     return "/".join(parts)
+
+
+# Issue 14: the same cases with fused AdamW (HF Trainer's default), the for-loop step and
+# torchtune's chunked loss, appended after the table above (ids of the source cases).
+FOR_LOOP_SOURCES = (
+    "gpt2/full_finetune/fp32/adamw/b8-s1024/flash",
+    "llama-3.1-8b/full_finetune/bf16/adamw/b1-s2048/flash+gc",
+    "qwen2.5-7b/full_finetune/mixed-bf16/adamw/b2-s1024/flash+gc",
+)
+CHUNKED_SOURCES = (
+    "qwen2.5-0.5b/full_finetune/bf16/adamw/b4-s1024/flash",
+    "llama-3.2-1b/full_finetune/mixed-bf16/adamw/b4-s2048/flash",
+    "llama-3.1-8b/full_finetune/bf16/adamw/b1-s2048/flash+gc",
+    "llama-3.1-8b/lora/bf16/adamw/r8-q_proj+v_proj/b1-s2048/flash",
+)
+FUSED_LORA_SOURCES = ("llama-3.2-1b/lora/bf16/adamw/r16-all-linear/b4-s1024/flash",)
+
+
+def stack_variants(cases):
+    by_id = {case_id(c, r): (c, r) for c, r in cases}
+    out = []
+    for cfg, r in by_id.values():
+        if r["mode"] in ("full_finetune", "pretrain") and r["optimizer"] == "adamw":
+            out.append((cfg, {**r, "optimizer_impl": "fused"}))
+    out += [(by_id[i][0], {**by_id[i][1], "optimizer_impl": "for_loop"}) for i in FOR_LOOP_SOURCES]
+    out += [
+        (by_id[i][0], {**by_id[i][1], "optimizer_impl": "fused", "loss": "chunked"})
+        for i in CHUNKED_SOURCES
+    ]
+    out += [(by_id[i][0], {**by_id[i][1], "optimizer_impl": "fused"}) for i in FUSED_LORA_SOURCES]
+    return out
 
 
 QV = ["q_proj", "v_proj"]
@@ -113,7 +151,7 @@ SSM_CASES = [
 def main():
     import sys
 
-    cases = SSM_CASES if "--ssm" in sys.argv[1:] else CASES
+    cases = SSM_CASES if "--ssm" in sys.argv[1:] else CASES + stack_variants(CASES)
     out = [{"id": case_id(c, r), "config": c, "request": r} for c, r in cases]
     ids = [c["id"] for c in out]
     assert len(ids) == len(set(ids)), "duplicate case ids"

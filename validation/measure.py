@@ -50,8 +50,11 @@ SEMANTICS_NOTES = [
     "logits upcast to fp32); loss.backward(); optimizer.step(); optimizer.zero_grad(set_to_none=True). Two steps; "
     "the reported peak is the peak of step 2 only (optimizer states exist from step 1). The peak tracker is "
     "re-based at the start of step 2 (see README 'shims'); step-1 peak is reported separately.",
-    "optimizers: torch.optim.AdamW(lr=1e-5, foreach=True) / SGD(lr=1e-3, momentum=0 or 0.9, foreach=True); "
-    "foreach=True emulates the CUDA default, so multi-tensor temporaries are counted.",
+    "optimizers: torch.optim.AdamW(lr=1e-5) / SGD(lr=1e-3, momentum=0 or 0.9) in the request's optimizer_impl: "
+    "fused=True (default; HF Trainer's adamw_torch_fused, CPU kernels in torch 2.13), foreach=True (PyTorch's "
+    "CUDA default without fused; the first 48 cases) or foreach=False, fused=False (for_loop).",
+    "loss 'chunked': torchtune's CEWithChunkedOutputLoss pattern: base model's hidden states, the LM head on 8 "
+    "tensor_split chunks of positions, each chunk upcast to fp32 and reduced with cross_entropy(reduction='sum').",
     "mixed_precision=true: fp32 master weights; forward+loss inside torch.autocast('cpu', dtype=torch.bfloat16); "
     "backward and optimizer step outside autocast (HF Trainer bf16=True).",
     "gradient_checkpointing=true: model.gradient_checkpointing_enable() with transformers' default kwargs, i.e. "
@@ -239,15 +242,50 @@ class FrozenAwareMemTracker(MemTracker):
 
 
 def _make_optimizer(req: dict, params):
+    """The optimizer a request names, in the implementation it names (default: fused, as HF
+    Trainer's ``adamw_torch_fused``). torch 2.13 has CPU kernels for ``fused=True``."""
     opt = req.get("optimizer", "adamw")
+    impl = req.get("optimizer_impl", "fused")
+    flags = {
+        "fused": {"fused": True},
+        "foreach": {"foreach": True},
+        "for_loop": {"foreach": False, "fused": False},
+    }[impl]
     params = list(params)
     if opt == "adamw":
-        return torch.optim.AdamW(params, lr=1e-5, foreach=True)
+        return torch.optim.AdamW(params, lr=1e-5, **flags)
     if opt == "sgd":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.0, foreach=True)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.0, **flags)
     if opt == "sgd_momentum":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=True)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, **flags)
     raise ValueError(f"unknown optimizer {opt}")
+
+
+CHUNKS = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8)
+
+
+def _loss(model, ids, req: dict):
+    """HF's own loss ("full"), or torchtune's chunked output loss ("chunked"): the LM head runs
+    on ``CHUNKS`` slices of the hidden states and each slice is upcast to fp32 and reduced on its
+    own (torchtune ``CEWithChunkedOutputLoss`` @ 10ff7cd, ``set_num_output_chunks``)."""
+    if req.get("loss", "full") == "full":
+        return model(input_ids=ids, labels=ids).loss
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    hidden = base.model(input_ids=ids).last_hidden_state
+    head = base.get_output_embeddings()
+    # F.linear with the head's own weight: MemTracker refuses a module called several times in
+    # one step; the tensors allocated are the same as head(part).
+    chunks = [
+        torch.nn.functional.linear(part, head.weight, head.bias)
+        for part in hidden.tensor_split(CHUNKS, dim=1)
+    ]
+    labels = ids.tensor_split(CHUNKS, dim=1)
+    total = 0.0
+    for logits, target in zip(chunks, labels, strict=True):
+        total = total + torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1), reduction="sum"
+        )
+    return total / ids.numel()
 
 
 def run_inference(model, req: dict, rec: dict) -> None:
@@ -296,7 +334,7 @@ def run_training(model, req: dict, rec: dict, trainable) -> None:
             with ctx:
                 if mixed and step == 1:
                     rec["autocast_cache_enabled"] = bool(torch.is_autocast_cache_enabled())
-                loss = model(input_ids=ids, labels=ids).loss
+                loss = _loss(model, ids, req)
             p_fw = _peak_total(mt)
             live_fw = _snapshot_to_plain(mt.get_tracker_snapshot("current")).get("Total", 0)
             loss.backward()

@@ -38,10 +38,34 @@ class Setting:
     plan: Plan
     lora_targets: frozenset[str] = frozenset()
     lora_rank: int = 0
+    sequence_parallel: bool = False
+    """Megatron sequence parallelism: hidden-wide tensors split ``tp`` ways too."""
+    selective_recompute: bool = False
+    """Korthikanti et al. 2022 §4.2: the attention core is recomputed, its scores not kept."""
+    adapter_bytes: float = FP32
+    """Bytes per element of LoRA adapters (fp32 under PEFT's default autocast_adapter_dtype)."""
+    quantized_base: bool = False
+    """Frozen base linears are bitsandbytes 4-bit layers, whose ``MatMul4Bit`` saves its input
+    whenever the input requires grad (``if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)``,
+    bitsandbytes/autograd/_functions.py), unlike a frozen ``nn.Linear``."""
+    fused_layer_kernels: bool = False
+    """Unsloth's Triton kernels: RMSNorm saves its input and a per-row rstd
+    (``Fast_RMS_Layernorm``: ``save_for_backward(X, W, r)``); the LoRA QKV, O and MLP functions
+    keep each block's input once and the MLP only ``e`` and ``g`` (``LoRA_MLP``:
+    ``save_for_backward(..., X, e, g)``), recomputing the adapters' intermediates
+    (unsloth/kernels/rms_layernorm.py, fast_lora.py)."""
+    fused_gelu: bool = False
+    """The tanh GELU runs as one op (``F.gelu(approximate='tanh')``) instead of transformers'
+    Python ``gelu_new``, so it keeps only its input."""
 
     @property
     def tokens(self) -> int:
         return self.batch * self.seq
+
+    @property
+    def hidden_split(self) -> int:
+        """How many ways hidden-wide tensors (norms, residual, linear inputs) are split."""
+        return self.plan.tp if self.sequence_parallel else 1
 
 
 def _norm_saved(arch: Architecture, s: Setting, *, trainable: bool) -> float:
@@ -54,6 +78,8 @@ def _norm_saved(arch: Architecture, s: Setting, *, trainable: bool) -> float:
     """
     if arch.norm_kind == "layer":
         return s.residual_bytes
+    if s.fused_layer_kernels:
+        return s.residual_bytes
     upcast = FP32
     if arch.norm_kind == "rms_gemma" or arch.model_type == "olmo2":
         return upcast + FP32
@@ -62,6 +88,8 @@ def _norm_saved(arch: Architecture, s: Setting, *, trainable: bool) -> float:
 
 def _linear_input_saved(width: int, consumers: int, s: Setting, *, trainable: bool) -> float:
     """A linear keeps its input only when its weight trains; autocast keeps one cast per consumer."""
+    if s.fused_layer_kernels:
+        return s.act_bytes * width
     if not trainable:
         return 0.0
     if s.autocast:
@@ -69,9 +97,15 @@ def _linear_input_saved(width: int, consumers: int, s: Setting, *, trainable: bo
     return s.act_bytes * width
 
 
-def _lora_saved(width_in: int, s: Setting, modules: int) -> float:
-    """PEFT casts the input to the adapter's fp32 and keeps it, plus lora_A's output for lora_B."""
-    return modules * (FP32 * width_in + FP32 * s.lora_rank)
+def _lora_saved(width_in: float, s: Setting, modules: int) -> float:
+    """PEFT casts the input to the adapter's dtype (fp32 by default) and keeps it, plus lora_A's
+    output for lora_B; adapters in the compute dtype keep the input they share with the base."""
+    if s.fused_layer_kernels:
+        return 0.0
+    if s.adapter_bytes == s.act_bytes:
+        # No cast: lora_A saves the same tensor the base linear received (counted once, here).
+        return modules * s.act_bytes * s.lora_rank + (s.act_bytes * width_in if modules else 0.0)
+    return modules * (s.adapter_bytes * width_in + s.adapter_bytes * s.lora_rank)
 
 
 def _adapted(s: Setting, *names: str) -> int:
@@ -107,15 +141,16 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     # Norms before attention/MLP (their outputs feed linears) and after (they feed the residual).
     pre_norms = arch.pre_norms_per_layer
     post_norms = arch.post_norms_per_layer
-    per_token += (pre_norms + post_norms) * _norm_saved(arch, s, trainable=trainable) * h
+    hidden_wide = (pre_norms + post_norms) * _norm_saved(arch, s, trainable=trainable) * h
 
     # Attention inputs: the normalised hidden state kept by q/k/v (one fused linear or three).
     fused_qkv = arch.model_type in {"phi3", "gpt2", "gpt_neox", "falcon"}
     qkv_consumers = 1 if fused_qkv else 3
     if arch.attention_kind == "mla":
         qkv_consumers = 2  # q_a (or q) and kv_a read the normalised input
-    per_token += _linear_input_saved(h, qkv_consumers, s, trainable=trainable)
-    per_token += _lora_saved(h, s, _adapted(s, "q_proj", "k_proj", "v_proj"))
+    keeps_input = trainable or s.quantized_base
+    hidden_wide += _linear_input_saved(h, qkv_consumers, s, trainable=keeps_input)
+    hidden_wide += _lora_saved(h, s, _adapted(s, "q_proj", "k_proj", "v_proj"))
 
     if arch.attention_kind == "mla":
         rank = arch.kv_lora_rank or 0
@@ -142,17 +177,19 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
         per_token += p * 3 * q_width
         per_token += p * max(0, v_storage - v_width)
     # The attention output, made contiguous for o_proj.
-    per_token += _linear_input_saved(out_width, 1, s, trainable=trainable)
+    per_token += _linear_input_saved(out_width, 1, s, trainable=trainable or s.quantized_base)
     per_token += _lora_saved(out_width, s, _adapted(s, "o_proj"))
 
     if arch.hidden_dropout and s.training:
-        per_token += 2 * MASK * h
+        hidden_wide += 2 * MASK * h
 
-    # MLP.
+    # MLP: its hidden-wide input, then the (tensor-parallel) interior.
+    hidden_wide += _mlp_input_bytes(arch, s, trainable=keeps_input)
     per_token += _mlp_bytes(arch, s, index, trainable=trainable)
+    per_token += hidden_wide / s.hidden_split
 
     total = per_token * tokens
-    if materialises_scores(arch, s):
+    if materialises_scores(arch, s) and not s.selective_recompute:
         total += _eager_scores_saved(arch, s)
     # Tensor parallelism splits the attention and MLP interior (heads and inner widths above);
     # norms and the residual stream stay whole on each GPU (no sequence parallelism).
@@ -163,18 +200,19 @@ def _mlp_bytes(arch: Architecture, s: Setting, index: int, *, trainable: bool) -
     """Per-token bytes the MLP (dense or MoE) keeps."""
     p = s.act_bytes
     h = arch.hidden_size
-    mlp_consumers = 2 if arch.mlp_gated else 1
-    saved = _linear_input_saved(h, mlp_consumers, s, trainable=trainable)
-    saved += _lora_saved(h, s, _adapted(s, "gate_proj", "up_proj"))
+    saved = 0.0
+    keeps_input = trainable or s.quantized_base
 
     def dense(width: int) -> float:
         inner = width / s.plan.tp
-        if arch.mlp_gated:
+        if arch.mlp_gated and s.fused_layer_kernels:
+            kept = 2 * p * inner
+        elif arch.mlp_gated:
             # act(gate) keeps gate; act*up keeps both factors; down keeps the product.
-            kept = 3 * p * inner + (p * inner if trainable else 0.0)
+            kept = 3 * p * inner + (p * inner if keeps_input else 0.0)
         else:
-            act_saved = 4 if arch.hidden_act == "gelu_new" else 1
-            kept = act_saved * p * inner + (p * inner if trainable else 0.0)
+            act_saved = 4 if arch.hidden_act == "gelu_new" and not s.fused_gelu else 1
+            kept = act_saved * p * inner + (p * inner if keeps_input else 0.0)
         return kept + _lora_saved(int(inner), s, _adapted(s, "down_proj"))
 
     if arch.is_moe_layer(index):
@@ -188,6 +226,13 @@ def _mlp_bytes(arch: Architecture, s: Setting, index: int, *, trainable: bool) -
     return saved
 
 
+def _mlp_input_bytes(arch: Architecture, s: Setting, *, trainable: bool) -> float:
+    """Per-token bytes the MLP's input linears keep of the normalised hidden state."""
+    mlp_consumers = 2 if arch.mlp_gated else 1
+    saved = _linear_input_saved(arch.hidden_size, mlp_consumers, s, trainable=trainable)
+    return saved + _lora_saved(arch.hidden_size, s, _adapted(s, "gate_proj", "up_proj"))
+
+
 def _eager_scores_saved(arch: Architecture, s: Setting) -> float:
     """Eager attention keeps the fp32 softmax output and its cast, plus dropout mask and output."""
     heads = s.plan.heads_per_gpu(arch.num_attention_heads)
@@ -199,8 +244,9 @@ def _eager_scores_saved(arch: Architecture, s: Setting) -> float:
 
 
 def checkpointed_layer_bytes(arch: Architecture, s: Setting) -> float:
-    """With gradient checkpointing a layer keeps only its input (Chen et al. 2016, arXiv:1604.06174)."""
-    return s.residual_bytes * arch.hidden_size * s.tokens
+    """With gradient checkpointing a layer keeps only its input (Chen et al. 2016, arXiv:1604.06174);
+    sequence parallelism splits it ``tp`` ways (Korthikanti et al. 2022 §4.2.2, ``2sbh/t``)."""
+    return s.residual_bytes * arch.hidden_size * s.tokens / s.hidden_split
 
 
 def model_level_bytes(arch: Architecture, s: Setting) -> float:
@@ -210,6 +256,7 @@ def model_level_bytes(arch: Architecture, s: Setting) -> float:
     trainable = not s.frozen_base
     total = _norm_saved(arch, s, trainable=trainable) * h * tokens if arch.final_norm else 0.0
     total += _linear_input_saved(h, 1, s, trainable=trainable) * tokens
+    total /= s.hidden_split
     if not arch.learned_positions:
         total += 2 * s.act_bytes * arch.head_dim * tokens
     if arch.embedding_dropout and s.training:

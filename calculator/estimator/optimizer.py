@@ -6,6 +6,16 @@ from dataclasses import dataclass
 
 from calculator.estimator.messages import gettext_noop
 
+BNB_SOURCE = (
+    "bitsandbytes-foundation/bitsandbytes@06029dd6 bitsandbytes/optim/optimizer.py "
+    "(Optimizer2State.init_state, get_state_buffer)"
+)
+TORCH_ADAM_SOURCE = "pytorch/pytorch v2.13.0 (cf30153c) torch/optim/adam.py"
+BNB_BLOCK = 2048
+"""bitsandbytes keeps one fp32 absmax per 2048 state elements (``blocks = n // 2048``)."""
+BNB_MIN_8BIT_SIZE = 4096
+"""Tensors with fewer elements keep 32-bit states (``min_8bit_size=4096``)."""
+
 
 @dataclass(frozen=True)
 class OptimizerProfile:
@@ -14,46 +24,94 @@ class OptimizerProfile:
     """Bytes of state per trainable parameter, given the parameters' own element size."""
     step_temp_fraction: float
     """Temporaries of the step, in units of one state-dtype copy of all trainable params."""
+    step_temp_largest_tensors: float
+    """Temporaries of the step, in units of the largest trainable tensor (per-tensor loops)."""
     source: str
+    paged: bool = False
+    """States live in CUDA unified memory (bitsandbytes paged optimizers)."""
+    small_tensor_state_bytes: float | None = None
+    """Bytes per element of state for tensors below ``BNB_MIN_8BIT_SIZE`` elements."""
 
 
-def optimizer_profile(name: str, param_bytes: float) -> OptimizerProfile:
-    """State kept per trainable parameter by each optimizer, in the parameters' dtype.
+def adam_step_temporaries(impl: str) -> tuple[float, float]:
+    """(state-sized copies, largest-tensor copies) alive during one AdamW step.
 
-    AdamW keeps two moments (Loshchilov & Hutter 2019, arXiv:1711.05101, Alg. 2); PyTorch's
-    default multi-tensor (foreach) implementation on CUDA also materialises ``sqrt(v)`` for all
-    parameters at once (``torch/optim/adam.py``, ``_multi_tensor_adam``), one more state-sized
-    temporary. bitsandbytes' 8-bit Adam keeps both moments in 8 bits with one fp32 absmax per
-    2048-element block (Dettmers et al. 2022, arXiv:2110.02861 §2). SGD with momentum keeps one
-    buffer; Lion one (Chen et al. 2023, arXiv:2302.06675). Adafactor factors the second moment
-    into row and column statistics (Shazeer & Stern 2018, arXiv:1804.04235 §3), with no first
-    moment by default.
+    Read in ``torch/optim/adam.py`` (AdamW is Adam with decoupled weight decay):
+    ``_fused_adam`` calls ``torch._fused_adamw_``, one kernel that updates parameters and moments
+    in place and allocates nothing; ``_multi_tensor_adam`` (foreach) builds
+    ``exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`` for every parameter of a
+    device/dtype group at once, then divides and adds in place (one state-sized copy);
+    ``_single_tensor_adam`` (for_loop) computes ``denom = (exp_avg_sq.sqrt() / c).add_(eps)``
+    per parameter: the square root and the quotient of one tensor live together, and the previous
+    tensor's ``denom`` stays referenced until the new one is assigned (up to three tensors).
+    """
+    if impl == "fused":
+        return 0.0, 0.0
+    if impl == "foreach":
+        return 1.0, 0.0
+    return 0.0, 3.0
+
+
+def optimizer_profile(name: str, param_bytes: float, impl: str = "foreach") -> OptimizerProfile:
+    """State kept per trainable parameter by each optimizer, and the step's temporaries.
+
+    AdamW keeps two moments (Loshchilov & Hutter 2019, arXiv:1711.05101, Alg. 2) in the
+    parameters' dtype; the step's temporaries depend on the implementation
+    (``adam_step_temporaries``). bitsandbytes' 8-bit AdamW keeps both moments in 8 bits with one
+    fp32 absmax per 2048-element block, tensors under 4096 elements in fp32, and updates in one
+    kernel (``optimizer_update_8bit_blockwise``; Dettmers et al. 2022, arXiv:2110.02861 §2); its
+    32-bit states are fp32 whatever the parameters' dtype. Paged variants allocate the same
+    states in CUDA unified memory, which the driver can evict to CPU RAM under pressure. SGD with
+    momentum keeps one buffer; Lion one (Chen et al. 2023, arXiv:2302.06675). Adafactor factors
+    the second moment into row and column statistics (Shazeer & Stern 2018, arXiv:1804.04235
+    §3), with no first moment by default.
     """
     if name == "adamw":
+        copies, largest = adam_step_temporaries(impl)
         return OptimizerProfile(
             "AdamW",
             2 * param_bytes,
-            1.0,
-            gettext_noop("Loshchilov & Hutter 2019; torch.optim.AdamW foreach"),
+            copies,
+            largest,
+            gettext_noop("Loshchilov & Hutter 2019; torch.optim.AdamW") + "; " + TORCH_ADAM_SOURCE,
         )
-    if name == "adamw_8bit":
+    if name in {"adamw_8bit", "paged_adamw_8bit"}:
+        paged = name == "paged_adamw_8bit"
         return OptimizerProfile(
-            "8-bit AdamW",
-            2 * (1 + 4 / 2048),
+            "paged 8-bit AdamW" if paged else "8-bit AdamW",
+            2 * (1 + 4 / BNB_BLOCK),
             0.0,
-            gettext_noop("Dettmers et al. 2022 (8-bit optimizers)"),
+            0.0,
+            gettext_noop("Dettmers et al. 2022 (8-bit optimizers)") + "; " + BNB_SOURCE,
+            paged=paged,
+            small_tensor_state_bytes=2 * 4.0,
+        )
+    if name == "paged_adamw":
+        return OptimizerProfile(
+            "paged AdamW (32-bit)",
+            2 * 4.0,
+            0.0,
+            0.0,
+            gettext_noop("bitsandbytes PagedAdamW32bit") + "; " + BNB_SOURCE,
+            paged=True,
         )
     if name == "sgd":
-        return OptimizerProfile("SGD", 0.0, 0.0, gettext_noop("torch.optim.SGD"))
+        return OptimizerProfile("SGD", 0.0, 0.0, 0.0, gettext_noop("torch.optim.SGD"))
     if name == "sgd_momentum":
         return OptimizerProfile(
-            "SGD with momentum", param_bytes, 0.0, gettext_noop("torch.optim.SGD(momentum>0)")
+            "SGD with momentum",
+            param_bytes,
+            0.0,
+            0.0,
+            gettext_noop("torch.optim.SGD(momentum>0)"),
         )
     if name == "lion":
-        return OptimizerProfile("Lion", param_bytes, 1.0, gettext_noop("Chen et al. 2023 (Lion)"))
+        return OptimizerProfile(
+            "Lion", param_bytes, 1.0, 0.0, gettext_noop("Chen et al. 2023 (Lion)")
+        )
     if name == "adafactor":
         return OptimizerProfile(
-            "Adafactor", 0.0, 0.0, gettext_noop("Shazeer & Stern 2018 (Adafactor)")
+            "Adafactor", 0.0, 0.0, 0.0, gettext_noop("Shazeer & Stern 2018 (Adafactor)")
         )
     raise ValueError(f"unknown optimizer {name!r}")
 

@@ -19,23 +19,48 @@ class Plan:
     tp: int
     dp: int
     zero_stage: int
+    pp: int = 1
+    cp: int = 1
+
+    @property
+    def shard_group(self) -> int:
+        """Ranks that hold the same parameters: data-parallel and context-parallel replicas
+        (Megatron-LM shards its distributed optimizer over the data-parallel group with context
+        parallelism, ``get_data_parallel_group(with_context_parallel=True)``)."""
+        return self.dp * self.cp
 
     @property
     def optimizer_shards(self) -> int:
-        return self.dp if self.zero_stage >= 1 else 1
+        return self.shard_group if self.zero_stage >= 1 else 1
 
     @property
     def gradient_shards(self) -> int:
-        return self.dp if self.zero_stage >= 2 else 1
+        return self.shard_group if self.zero_stage >= 2 else 1
 
     @property
     def parameter_shards(self) -> int:
-        return self.dp if self.zero_stage >= 3 else 1
+        return self.shard_group if self.zero_stage >= 3 else 1
 
     def heads_per_gpu(self, heads: int) -> int:
         """Heads on one GPU; a head is never split, so KV heads are replicated when kv < tp."""
         return max(1, -(-heads // self.tp))
 
 
-def plan_for(*, num_gpus: int, tensor_parallel: int, zero_stage: int) -> Plan:
-    return Plan(tp=tensor_parallel, dp=num_gpus // tensor_parallel, zero_stage=zero_stage)
+def plan_for(
+    *,
+    num_gpus: int,
+    tensor_parallel: int,
+    zero_stage: int,
+    pipeline_parallel: int = 1,
+    context_parallel: int = 1,
+) -> Plan:
+    """``num_gpus = DP × TP × PP × CP`` (Megatron-LM's rank layout; Narayanan et al. 2021,
+    arXiv:2104.04473 §3): what is left after the model-parallel dimensions is data parallel."""
+    model_parallel = tensor_parallel * pipeline_parallel * context_parallel
+    return Plan(
+        tp=tensor_parallel,
+        dp=num_gpus // model_parallel,
+        zero_stage=zero_stage,
+        pp=pipeline_parallel,
+        cp=context_parallel,
+    )

@@ -22,7 +22,29 @@ from calculator.estimator.runtimes.vllm import KvCacheDtype, Quantization, VllmR
 Mode = Literal["inference", "full_finetune", "lora", "qlora", "pretrain"]
 Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "int2"]
 KvPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
-Optimizer = Literal["adamw", "adamw_8bit", "sgd", "sgd_momentum", "adafactor", "lion"]
+Optimizer = Literal[
+    "adamw",
+    "adamw_8bit",
+    "paged_adamw",
+    "paged_adamw_8bit",
+    "sgd",
+    "sgd_momentum",
+    "adafactor",
+    "lion",
+]
+OptimizerImpl = Literal["fused", "foreach", "for_loop"]
+TrainingStack = Literal[
+    "hf_trainer",
+    "hf_trainer_liger",
+    "unsloth",
+    "torchtune",
+    "litgpt",
+    "deepspeed",
+    "fsdp2",
+    "megatron",
+]
+LossImpl = Literal["full", "chunked", "fused_linear"]
+Checkpointing = Literal["none", "full", "selective"]
 Attention = Literal["flash", "eager"]
 Runtime = Literal["transformers", "llama_cpp", "vllm"]
 LoraTarget = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -155,7 +177,52 @@ class EstimateRequest(_Frozen):
     optimizer: Optimizer = "adamw"
     batch_size: int = Field(default=1, ge=1, le=MAX_BATCH, description="Sequences per GPU.")
     seq_len: int = Field(default=2048, ge=1, le=MAX_SEQ_LEN, description="Tokens per sequence.")
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool = Field(
+        default=False,
+        description="Alias of activation_checkpointing='full' (kept for old links); False means "
+        "'no opinion': the stack's default applies unless activation_checkpointing is set.",
+    )
+    training_stack: TrainingStack = Field(
+        default="hf_trainer",
+        description="The training framework; its documented defaults fill every switch left "
+        "unset (optimizer_impl, loss, activation_checkpointing, offloading).",
+    )
+    optimizer_impl: OptimizerImpl | None = Field(
+        default=None,
+        description="How the optimizer step runs: 'fused' (one kernel, no temporaries; HF "
+        "Trainer's adamw_torch_fused), 'foreach' (multi-tensor, one state-sized temporary) or "
+        "'for_loop'. Default: the stack's.",
+    )
+    loss: LossImpl | None = Field(
+        default=None,
+        description="'full' (logits for every position, upcast to fp32), 'chunked' (LM head "
+        "and fp32 upcast per chunk) or 'fused_linear' (LM head fused into the loss, no full "
+        "logits). Default: the stack's.",
+    )
+    activation_checkpointing: Checkpointing | None = Field(
+        default=None,
+        description="'none', 'full' (each layer keeps its input) or 'selective' (attention "
+        "core recomputed, Korthikanti et al. 2022). Default: the stack's.",
+    )
+    activation_offloading: bool | None = Field(
+        default=None,
+        description="Checkpointed layer inputs are moved to CPU RAM. Default: the stack's.",
+    )
+    optimizer_offload: bool | None = Field(
+        default=None,
+        description="Optimizer states (and fp32 master weights) in CPU RAM, the step on the "
+        "CPU (ZeRO-Offload, FSDP CPUOffload). Default: the stack's.",
+    )
+    parameter_offload: bool | None = Field(
+        default=None,
+        description="Parameters kept in CPU RAM and fetched layer by layer (ZeRO-3 / FSDP "
+        "offload). Default: the stack's.",
+    )
+    sequence_parallel: bool | None = Field(
+        default=None,
+        description="Megatron sequence parallelism: norms, dropout and the residual stream split "
+        "across the tensor-parallel group. Default: the stack's.",
+    )
     attention: Attention = "flash"
     kv_cache_precision: KvPrecision | None = Field(
         default=None, description="KV-cache dtype; default: the compute dtype."
@@ -164,6 +231,22 @@ class EstimateRequest(_Frozen):
     num_gpus: int = Field(default=1, ge=1, le=MAX_GPUS)
     zero_stage: Literal[0, 1, 2, 3] = Field(default=0, description="ZeRO / FSDP sharding stage.")
     tensor_parallel: int = Field(default=1, ge=1, le=MAX_GPUS)
+    pipeline_parallel: int = Field(
+        default=1, ge=1, le=MAX_GPUS, description="Pipeline stages (1F1B schedule)."
+    )
+    context_parallel: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_GPUS,
+        description="Context-parallel ranks: each holds seq_len / context_parallel tokens.",
+    )
+    micro_batches: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_BATCH,
+        description="Micro-batches per step with pipeline parallelism (default: the number of "
+        "stages); batch_size is the micro-batch size.",
+    )
     images_per_request: int | None = Field(
         default=None,
         ge=0,
@@ -212,8 +295,20 @@ class EstimateRequest(_Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> EstimateRequest:
-        if self.num_gpus % self.tensor_parallel:
-            raise ValueError("tensor_parallel must divide num_gpus")
+        model_parallel = self.tensor_parallel * self.pipeline_parallel * self.context_parallel
+        if self.num_gpus % model_parallel:
+            raise ValueError(
+                f"num_gpus ({self.num_gpus}) must be data_parallel x tensor_parallel "
+                f"({self.tensor_parallel}) x pipeline_parallel ({self.pipeline_parallel}) x "
+                f"context_parallel ({self.context_parallel}); {model_parallel} does not divide it"
+            )
+        if self.mode == "inference" and (self.pipeline_parallel > 1 or self.context_parallel > 1):
+            raise ValueError(
+                "pipeline_parallel and context_parallel apply to training; use tensor_parallel "
+                "for inference"
+            )
+        if self.seq_len % self.context_parallel:
+            raise ValueError("context_parallel must divide seq_len")
         if self.mode in {"full_finetune", "pretrain"} and self.precision not in FLOAT_PRECISIONS:
             raise ValueError(
                 f"{self.mode} needs fp32, fp16 or bf16 weights; quantized weights cannot be trained "
@@ -281,6 +376,40 @@ class LayerKind(_Frozen):
     cache_bytes: int = Field(description="Bytes all layers of this kind hold, per GPU.")
 
 
+class HostBreakdown(_Frozen):
+    """Bytes of CPU RAM per GPU's process that offloading puts on the host."""
+
+    parameters: int = 0
+    gradients: int = 0
+    optimizer_states: int = 0
+    master_weights: int = 0
+    activations: int = 0
+    pinned: int = Field(
+        default=0,
+        description="How much of the above the stack page-locks (pinned memory cannot be "
+        "swapped out); already counted in the other fields.",
+    )
+
+    def total(self) -> int:
+        return sum(value for name, value in self.model_dump().items() if name != "pinned")
+
+
+class StackSwitches(_Frozen):
+    """The switches the estimate used: the request's where given, else the stack's defaults."""
+
+    training_stack: TrainingStack
+    optimizer_impl: OptimizerImpl
+    loss: LossImpl
+    activation_checkpointing: Checkpointing
+    activation_offloading: bool
+    optimizer_offload: bool
+    parameter_offload: bool
+    sequence_parallel: bool
+    from_stack: list[str] = Field(
+        description="Switches whose value came from the stack's defaults, not the request."
+    )
+
+
 class EstimateResult(_Frozen):
     breakdown: Breakdown
     peak_allocated_bytes: int = Field(
@@ -315,8 +444,17 @@ class EstimateResult(_Frozen):
     runtime: Runtime = "transformers"
     host_bytes: int = Field(
         default=0,
-        description="CPU RAM the run needs besides the GPU (llama.cpp: layers and buffers kept on "
-        "the host).",
+        description="CPU RAM the run needs besides the GPU, per GPU: llama.cpp layers and "
+        "buffers kept on the host, or what training offloads (multiply by GPUs per node for a "
+        "node's RAM); zero when nothing is on the host.",
+    )
+    host_breakdown: HostBreakdown = Field(default_factory=HostBreakdown)
+    switches: StackSwitches | None = Field(
+        default=None, description="Training: the stack switches the estimate used."
+    )
+    peak_stage: int | None = Field(
+        default=None,
+        description="Pipeline parallel: the stage (0 = first) whose GPUs peak highest.",
     )
     llama_cpp: LlamaCppResult | None = Field(
         default=None, description="The buffers llama.cpp prints at load (runtime llama_cpp)."

@@ -85,7 +85,13 @@ def test_mixed_precision_adamw_model_states(llama31_8b):
     # Mixed precision as Trainer(bf16=True) runs it: fp32 weights (4 B), fp32 gradients (4 B),
     # AdamW moments (8 B) and foreach's sqrt(v) temporary (4 B) per parameter at the step.
     params = 8_030_261_248
-    result = run(llama31_8b, mode="full_finetune", mixed_precision=True, seq_len=128)
+    result = run(
+        llama31_8b,
+        mode="full_finetune",
+        mixed_precision=True,
+        seq_len=128,
+        optimizer_impl="foreach",
+    )
     assert result.peak_phase == "optimizer step"
     assert result.breakdown.master_weights == 4 * params
     assert result.breakdown.gradients == 4 * params
