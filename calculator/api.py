@@ -87,6 +87,14 @@ class ApiEstimateRequest(EstimateRequest):
         "card whose memory vLLM divides).",
     )
 
+    ram_gb: float | None = Field(
+        default=None,
+        gt=0,
+        le=1_000_000,
+        description="The machine's system RAM in GB, checked against what offloading or "
+        "llama.cpp keeps there (host_verdict).",
+    )
+
     @model_validator(mode="after")
     def _vllm_knows_gpu_memory(self) -> ApiEstimateRequest:
         # Here the GPU may also come from ``gpu``; checked once the card is looked up.
@@ -99,6 +107,13 @@ class Verdict(Schema):
     usable_bytes: int = Field(description="Memory the card exposes to programs.")
     fits: bool
     headroom_bytes: int = Field(description="Usable minus total; negative when it does not fit.")
+
+
+class HostVerdict(Schema):
+    have_bytes: int = Field(description="The machine's RAM as given (GB × 10⁹).")
+    need_bytes: int = Field(description="host_bytes × the GPUs sharing one machine (up to 8).")
+    fits: bool
+    short_bytes: int
 
 
 class ModelEcho(Schema):
@@ -137,6 +152,9 @@ class ApiEstimateResponse(EstimateResult):
         default=None,
         description="Tokens per second, time to first token and training time on the chosen "
         "catalogue GPU(s) (null without one): a roofline per phase with fitted efficiencies.",
+    )
+    host_verdict: HostVerdict | None = Field(
+        default=None, description="With ram_gb: the machine's RAM against what is kept there."
     )
     commands: dict[str, str] = Field(
         default_factory=dict,
@@ -227,7 +245,7 @@ def _resolve(
     payload: ApiEstimateRequest, card: Card | None
 ) -> tuple[EstimateRequest, ModelPreset | None]:
     preset = None
-    fields = payload.model_dump(exclude={"gpu", "model"})
+    fields = payload.model_dump(exclude={"gpu", "model", "ram_gb"})
     if payload.runtime == "vllm" and card is not None:
         settings = fields.get("vllm") or {}
         if settings.get("gpu_memory_bytes") is None:
@@ -251,9 +269,13 @@ def _resolve(
 
 
 def _respond(
-    request: EstimateRequest, preset: ModelPreset | None, card: Card | None
+    request: EstimateRequest,
+    preset: ModelPreset | None,
+    card: Card | None,
+    *,
+    host_ram_gb: float | None = None,
 ) -> dict[str, Any]:
-    body = Calculation(request, gpu=card, preset=preset).payload()
+    body = Calculation(request, gpu=card, preset=preset, host_ram_gb=host_ram_gb).payload()
     body["preset"] = preset.slug if preset else None
     body["hub"] = _hub_summary(preset) if preset and preset.origin == PresetOrigin.HUB else None
     return body
@@ -302,7 +324,7 @@ def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
     try:
         card = _card(payload.gpu)
         estimate_request, preset = _resolve(payload, card)
-        return _respond(estimate_request, preset, card)
+        return _respond(estimate_request, preset, card, host_ram_gb=payload.ram_gb)
     except HubError as error:
         return _hub_error(error, "model.hub")
     except HttpError as error:
@@ -378,6 +400,18 @@ class PermalinkQuery(Schema):
     train_b: str | None = Field(default=None, description="Speed: tokens to train on, in billions.")
     price: str | None = Field(default=None, description="Speed: price per GPU-hour.")
     ram_bw: str | None = Field(default=None, description="Speed: system RAM bandwidth (GB/s).")
+    ram: str | None = Field(default=None, description="The machine's system RAM (GB).")
+    stack: str | None = Field(default=None, description="Training stack (hf_trainer, unsloth, …).")
+    opt_impl: str | None = Field(default=None, description="fused, foreach or for_loop.")
+    loss: str | None = Field(default=None, description="full, chunked or fused_linear.")
+    act_ckpt: str | None = Field(default=None, description="none, full or selective.")
+    act_offload: str | None = Field(default=None, description="on or off.")
+    opt_offload: str | None = Field(default=None, description="on or off.")
+    param_offload: str | None = Field(default=None, description="on or off.")
+    seq_par: str | None = Field(default=None, description="on or off.")
+    pp: str | None = Field(default=None, description="Pipeline parallel stages.")
+    cp: str | None = Field(default=None, description="Context parallel ranks.")
+    micro: str | None = Field(default=None, description="Micro-batches per step (pipeline).")
 
 
 @api.get(
@@ -408,7 +442,9 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
         estimate_request = form.estimate_request(
             resolved.model, gpu_memory_bytes=card.usable_bytes if card else None
         )
-        return _respond(estimate_request, resolved.preset, card)
+        return _respond(
+            estimate_request, resolved.preset, card, host_ram_gb=form.cleaned_data.get("ram")
+        )
     except ConfigError as error:
         return _errors(422, [("model", str(error))])
     except PydanticValidationError as error:

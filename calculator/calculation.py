@@ -41,6 +41,8 @@ from calculator.selectors import CatalogueSnapshot, gpu_performance
 # Contexts at which the page lists vLLM's concurrency (up to the model's window).
 CONCURRENCY_CONTEXTS = (2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072, 262_144, 1_048_576)
 TENSOR_PARALLEL_STEPS = (1, 2, 4, 8)
+# GPUs per machine when a job spans several (DGX/HGX nodes hold eight), for the RAM they share.
+GPUS_PER_NODE = 8
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,10 @@ class Calculation:
         catalogue: CatalogueSnapshot | None = None,
         gpu: Card | None = None,
         preset: ModelPreset | None = None,
+        host_ram_gb: float | None = None,
     ) -> None:
         self.request = with_gpu_memory(request, gpu)
+        self.host_ram_gb = host_ram_gb
         self.catalogue = catalogue
         self.gpu = gpu
         self.preset = preset
@@ -179,6 +183,9 @@ class Calculation:
             "runtime_buffers": self.runtime_buffers,
             "checkpoint_mismatch": self.checkpoint_mismatch,
             "speed": self.speed,
+            "host_need_bytes": self.host_need_bytes,
+            "gpus_per_machine": self.gpus_per_machine,
+            "host_verdict": self.host_verdict,
             "ready_commands": self.ready_commands,
         }
         if self.gpu is not None:
@@ -187,6 +194,30 @@ class Calculation:
             context["capacity_x"] = 1000.0 * self.gpu.usable_bytes / scale
         context["segments"] = presenters.chart_segments(self.rows, scale)
         return context
+
+    # --- system RAM ---------------------------------------------------------------------
+    @property
+    def gpus_per_machine(self) -> int:
+        """GPUs sharing one machine's RAM: all of them, up to the usual eight per node."""
+        return min(self.request.num_gpus, GPUS_PER_NODE)
+
+    @cached_property
+    def host_need_bytes(self) -> int:
+        """CPU RAM one machine needs for what is kept there (offload, llama.cpp host layers)."""
+        return self.result.host_bytes * self.gpus_per_machine
+
+    @cached_property
+    def host_verdict(self) -> dict[str, Any] | None:
+        """The machine's RAM against what the run keeps there, when the visitor gave it."""
+        if not self.host_ram_gb or not self.host_need_bytes:
+            return None
+        have = int(self.host_ram_gb * 1e9)
+        return {
+            "have_bytes": have,
+            "need_bytes": self.host_need_bytes,
+            "fits": self.host_need_bytes <= have,
+            "short_bytes": max(self.host_need_bytes - have, 0),
+        }
 
     # --- speed -------------------------------------------------------------------------
     @cached_property
@@ -420,22 +451,29 @@ class Calculation:
         max_context = self.arch.max_position_embeddings
         if gpu is not None:
             usable = gpu.usable_bytes
-            precision = presenters.highest_fitting_precision(request, usable)
+            precision = _or_none(lambda: presenters.highest_fitting_precision(request, usable))
             context["levers"] = {
-                "seq": presenters.largest_fitting(
-                    request, "seq_len", usable, max_context or 1 << 22
+                # A lever a setting cannot take (a context that context parallelism cannot
+                # split, say) is left out rather than guessed.
+                "seq": _or_none(
+                    lambda: presenters.largest_fitting(
+                        request, "seq_len", usable, max_context or 1 << 22
+                    )
                 ),
-                "batch": presenters.largest_fitting(request, "batch_size", usable, 1 << 16),
+                "batch": _or_none(
+                    lambda: presenters.largest_fitting(request, "batch_size", usable, 1 << 16)
+                ),
                 "precision": precision,
                 "precision_quality": presenters.PRECISION_QUALITY.get(precision or ""),
             }
             if result.total_bytes > usable:
-                context["levers"]["combination"] = presenters.best_combination(
-                    request, usable, max_context
+                context["levers"]["combination"] = _or_none(
+                    lambda: presenters.best_combination(request, usable, max_context)
                 )
-            if request.mode != "inference" and not request.gradient_checkpointing:
+            switches = result.switches
+            if switches is not None and switches.activation_checkpointing == "none":
                 checkpointed = presenters.cached_estimate(
-                    presenters.with_changes(request, gradient_checkpointing=True)
+                    presenters.with_changes(request, activation_checkpointing="full")
                 )
                 context["levers"]["checkpointing_bytes"] = checkpointed.total_bytes
             if self.preset is not None and result.total_bytes > usable:
@@ -587,6 +625,7 @@ class Calculation:
             )
         body["commands"] = {command.key: command.text for command in self.ready_commands}
         body["speed"] = self.speed.model_dump(mode="json") if self.speed else None
+        body["host_verdict"] = self.host_verdict
         return body
 
     def markdown(self, *, link: str) -> str:
@@ -599,6 +638,13 @@ class Calculation:
             link=link,
             inputs=presenters.inputs_summary(self.request, gpu_name=None),
         )
+
+
+def _or_none(compute: Any) -> Any:
+    try:
+        return compute()
+    except ValueError:  # pydantic's validation errors included
+        return None
 
 
 def with_gpu_memory(request: EstimateRequest, gpu: Card | None) -> EstimateRequest:

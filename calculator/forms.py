@@ -47,6 +47,8 @@ KV_CHOICES = [
 OPTIMIZER_CHOICES = [
     ("adamw", _("AdamW")),
     ("adamw_8bit", _("8-bit AdamW")),
+    ("paged_adamw", _("Paged AdamW (bitsandbytes)")),
+    ("paged_adamw_8bit", _("Paged 8-bit AdamW (bitsandbytes)")),
     ("sgd", _("SGD")),
     ("sgd_momentum", _("SGD with momentum")),
     ("adafactor", _("Adafactor")),
@@ -71,6 +73,37 @@ ZERO_CHOICES = [
     ("2", _("ZeRO-2: + gradients")),
     ("3", _("ZeRO-3 / FSDP full shard: + weights")),
 ]
+
+STACK_CHOICES = [
+    ("hf_trainer", _("Hugging Face Trainer (also TRL, Axolotl, LLaMA-Factory)")),
+    ("hf_trainer_liger", _("Hugging Face Trainer + Liger kernels")),
+    ("unsloth", _("Unsloth")),
+    ("torchtune", _("torchtune")),
+    ("litgpt", _("LitGPT")),
+    ("deepspeed", _("DeepSpeed")),
+    ("fsdp2", _("PyTorch FSDP2")),
+    ("megatron", _("Megatron-LM (pretraining)")),
+]
+STACK_DEFAULT = [("", _("The stack's default"))]
+OPTIMIZER_IMPL_CHOICES = [
+    *STACK_DEFAULT,
+    ("fused", _("fused (one kernel, no temporaries)")),
+    ("foreach", _("foreach (multi-tensor)")),
+    ("for_loop", _("for-loop (one tensor at a time)")),
+]
+LOSS_CHOICES = [
+    *STACK_DEFAULT,
+    ("full", _("full logits in FP32")),
+    ("chunked", _("chunked cross-entropy")),
+    ("fused_linear", _("fused linear cross-entropy (no logits)")),
+]
+CHECKPOINTING_CHOICES = [
+    *STACK_DEFAULT,
+    ("none", _("none")),
+    ("full", _("full (each layer's input)")),
+    ("selective", _("selective (attention recomputed)")),
+]
+TRI_STATE_CHOICES = [*STACK_DEFAULT, ("on", _("on")), ("off", _("off"))]
 
 RUNTIME_CHOICES = [
     ("transformers", _("Hugging Face transformers")),
@@ -155,8 +188,11 @@ PERMALINK_KEYS = (
     "batch", "seq", "ckpt", "attn", "lora_rank", "lora_targets", "gpus", "zero", "tp", "gpu",
     "vram", "cfg", "images", "runtime", "gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch",
     "util", "max_seqs", "batched", "quant", "vkv", "eager", "block", "prompt", "train_b",
-    "price", "ram_bw",
+    "price", "ram_bw", "stack", "opt_impl", "loss", "act_ckpt", "act_offload", "opt_offload",
+    "param_offload", "seq_par", "pp", "cp", "micro", "ram",
 )  # fmt: skip
+# The training stack's switches (empty: the stack's default).
+STACK_FIELDS = ("opt_impl", "loss", "act_ckpt", "act_offload", "opt_offload", "param_offload", "seq_par", "pp", "cp", "micro")  # fmt: skip
 # Fields that only one runtime reads (the page shows them when that runtime is chosen).
 LLAMA_CPP_FIELDS = ("gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch")
 VLLM_FIELDS = ("util", "max_seqs", "batched", "quant", "vkv", "eager", "block")
@@ -166,12 +202,13 @@ def unused_runtime_keys(query: Any) -> frozenset[str]:
     """Permalink keys the chosen runtime does not read (left out of links to keep them short)."""
     runtime = query.get("runtime") or "transformers"
     if query.get("mode", "inference") != "inference":
-        return frozenset((*LLAMA_CPP_FIELDS, *VLLM_FIELDS, "runtime"))
+        return frozenset((*LLAMA_CPP_FIELDS, *VLLM_FIELDS, "runtime", "prompt"))
+    training_only = (*STACK_FIELDS, "stack", "train_b", "price")
     if runtime == "llama_cpp":
-        return frozenset(VLLM_FIELDS)
+        return frozenset((*VLLM_FIELDS, *training_only))
     if runtime == "vllm":
-        return frozenset(LLAMA_CPP_FIELDS)
-    return frozenset((*LLAMA_CPP_FIELDS, *VLLM_FIELDS))
+        return frozenset((*LLAMA_CPP_FIELDS, *training_only))
+    return frozenset((*LLAMA_CPP_FIELDS, *VLLM_FIELDS, *training_only))
 
 
 def _int(
@@ -288,6 +325,30 @@ class CalculatorForm(forms.Form):
     train_b = _float(_("Tokens to train on (billions)"), 0.000001, 1_000_000)
     price = _float(_("Price per GPU-hour"), 0, 10_000)
     ram_bw = _float(_("System RAM bandwidth (GB/s)"), 1, 10_000)
+    stack = forms.ChoiceField(label=_("Training stack"), choices=STACK_CHOICES, required=False)
+    opt_impl = forms.ChoiceField(
+        label=_("Optimizer implementation"), choices=OPTIMIZER_IMPL_CHOICES, required=False
+    )
+    loss = forms.ChoiceField(label=_("Loss"), choices=LOSS_CHOICES, required=False)
+    act_ckpt = forms.ChoiceField(
+        label=_("Activation checkpointing"), choices=CHECKPOINTING_CHOICES, required=False
+    )
+    act_offload = forms.ChoiceField(
+        label=_("Activation offloading to CPU RAM"), choices=TRI_STATE_CHOICES, required=False
+    )
+    opt_offload = forms.ChoiceField(
+        label=_("Optimizer offload to CPU RAM"), choices=TRI_STATE_CHOICES, required=False
+    )
+    param_offload = forms.ChoiceField(
+        label=_("Parameter offload to CPU RAM"), choices=TRI_STATE_CHOICES, required=False
+    )
+    seq_par = forms.ChoiceField(
+        label=_("Sequence parallelism"), choices=TRI_STATE_CHOICES, required=False
+    )
+    pp = _int(_("Pipeline parallel"), 1, 65_536, required=False)
+    cp = _int(_("Context parallel"), 1, 65_536, required=False)
+    micro = _int(_("Micro-batches per step"), 1, 1_000_000, required=False)
+    ram = _float(_("My system RAM (GB)"), 1, 1_000_000)
 
     HELP: dict[str, Any] = {
         "mode": _(
@@ -371,6 +432,38 @@ class CalculatorForm(forms.Form):
             "--enforce-eager: no CUDA graphs, which saves their memory (about 0.5 GiB) at some speed."
         ),
         "block": _("--block-size: tokens per KV-cache block. Default 16."),
+        "stack": _(
+            "The framework that runs the training: each keeps memory its own way (optimizer kernel, loss, checkpointing, offload). Its defaults fill the switches below, which you can change."
+        ),
+        "opt_impl": _(
+            "fused (Hugging Face Trainer's default since PyTorch 2.8) needs no extra memory in the step; foreach holds one more copy of the optimizer state while it runs."
+        ),
+        "loss": _(
+            "Full logits for every token in FP32 can take gigabytes with large vocabularies; chunked and fused losses never hold them all."
+        ),
+        "act_ckpt": _(
+            "Full keeps only each layer's input and recomputes the rest; selective recomputes only attention (Korthikanti et al. 2022)."
+        ),
+        "act_offload": _("Moves the checkpointed layer inputs to CPU RAM during the step."),
+        "opt_offload": _(
+            "Keeps optimizer states (and FP32 master weights) in CPU RAM and runs the step on the CPU (ZeRO-Offload, FSDP CPU offload)."
+        ),
+        "param_offload": _(
+            "Keeps the weights in CPU RAM and fetches them layer by layer (ZeRO-3 / FSDP offload)."
+        ),
+        "seq_par": _(
+            "Megatron sequence parallelism: norms, dropout and the residual stream are split across the tensor-parallel GPUs."
+        ),
+        "pp": _(
+            "Pipeline stages (1F1B schedule): each GPU holds some layers; the first stage keeps the most micro-batches in flight."
+        ),
+        "cp": _("Context parallelism: each GPU holds the sequence length ÷ this many tokens."),
+        "micro": _(
+            "With pipeline parallelism: micro-batches per step (default: the number of stages)."
+        ),
+        "ram": _(
+            "For offloading and llama.cpp: the CPU RAM of the machine, checked against what is kept there."
+        ),
         "prompt": _(
             "For the time to first token: the prompt read before the first generated token. Empty: the sequence length."
         ),
@@ -435,6 +528,20 @@ class CalculatorForm(forms.Form):
         gpus, tp = cleaned.get("gpus"), cleaned.get("tp")
         if gpus and tp and gpus % tp:
             self.add_error("tp", _("Tensor parallel must divide the number of GPUs."))
+        elif gpus and tp and cleaned.get("mode") not in (None, "inference"):
+            if cleaned.get("seq") and cleaned["seq"] % (cleaned.get("cp") or 1):
+                self.add_error(
+                    "cp", _("Context parallel must divide the sequence length into equal parts.")
+                )
+            model_parallel = tp * (cleaned.get("pp") or 1) * (cleaned.get("cp") or 1)
+            if gpus % model_parallel:
+                self.add_error(
+                    "pp",
+                    _(
+                        "The number of GPUs must be a multiple of tensor × pipeline × context parallel (%(n)s)."
+                    )
+                    % {"n": model_parallel},
+                )
         mode = cleaned.get("mode")
         precision = cleaned.get("precision")
         if mode in {"full_finetune", "pretrain"} and precision not in {"fp32", "fp16", "bf16"}:
@@ -487,12 +594,32 @@ class CalculatorForm(forms.Form):
             "train_tokens": c["train_b"] * 1e9 if c.get("train_b") and training else None,
             "price_per_gpu_hour": c.get("price"),
             "host_memory_bandwidth_gb_s": c.get("ram_bw"),
+            **(self._stack_switches() if training else {}),
         }
         if payload["runtime"] == "llama_cpp":
             payload["llama_cpp"] = self._llama_cpp_options()
         elif payload["runtime"] == "vllm":
             payload["vllm"] = self._vllm_settings(gpu_memory_bytes)
         return EstimateRequest.model_validate(payload)
+
+    def _stack_switches(self) -> dict[str, Any]:
+        """The training stack and the switches the visitor set (empty ones: the stack's)."""
+        c = self.cleaned_data
+        tri = {"on": True, "off": False}
+        switches: dict[str, Any] = {
+            "training_stack": c.get("stack") or "hf_trainer",
+            "optimizer_impl": c.get("opt_impl") or None,
+            "loss": c.get("loss") or None,
+            "activation_checkpointing": c.get("act_ckpt") or None,
+            "activation_offloading": tri.get(c.get("act_offload") or ""),
+            "optimizer_offload": tri.get(c.get("opt_offload") or ""),
+            "parameter_offload": tri.get(c.get("param_offload") or ""),
+            "sequence_parallel": tri.get(c.get("seq_par") or ""),
+            "pipeline_parallel": c.get("pp") or 1,
+            "context_parallel": c.get("cp") or 1,
+            "micro_batches": c.get("micro"),
+        }
+        return switches
 
     def _llama_cpp_options(self) -> dict[str, Any]:
         """llama-server options: -c holds ``batch`` slots (-np) of ``seq`` tokens each."""
@@ -580,6 +707,10 @@ FIELD_FOR_ERROR = {
     "max_num_seqs": "max_seqs",
     "max_num_batched_tokens": "batched",
     "block_size": "block",
+    "pipeline_parallel": "pp",
+    "context_parallel": "cp",
+    "micro_batches": "micro",
+    "training_stack": "stack",
 }
 
 

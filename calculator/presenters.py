@@ -318,18 +318,21 @@ def sharded_totals(request: EstimateRequest) -> dict[int, int]:
     for training (the usual way to fit a model that is too big for one card)."""
     totals = {}
     for n in SHARDING_STEPS:
-        if request.mode == "inference":
-            changed = with_changes(request, num_gpus=n, tensor_parallel=n, zero_stage=0)
-        else:
-            changed = with_changes(
-                request,
-                num_gpus=n,
-                tensor_parallel=1,
-                zero_stage=3 if n > 1 else request.zero_stage,
-            )
         try:
+            if request.mode == "inference":
+                changed = with_changes(request, num_gpus=n, tensor_parallel=n, zero_stage=0)
+            else:
+                changed = with_changes(
+                    request,
+                    num_gpus=n,
+                    tensor_parallel=1,
+                    pipeline_parallel=1,
+                    context_parallel=1,
+                    micro_batches=None,
+                    zero_stage=3 if n > 1 else request.zero_stage,
+                )
             totals[n] = cached_estimate(changed).total_bytes
-        except ValueError:
+        except ValueError:  # a setting this many GPUs cannot take (pydantic's errors included)
             continue
     return totals
 

@@ -68,6 +68,7 @@ FORM_CONTEXT: dict[str, Any] = {
     "custom_fields": CUSTOM_FIELDS,
     "llama_cpp_fields": forms_module.LLAMA_CPP_FIELDS,
     "vllm_fields": forms_module.VLLM_FIELDS,
+    "stack_fields": forms_module.STACK_FIELDS,
     "runtime_presets": forms_module.RUNTIME_PRESETS,
 }
 
@@ -315,7 +316,11 @@ def _calculate(
             model, gpu_memory_bytes=gpu.usable_bytes if gpu else None
         )
         calculation = Calculation(
-            estimate_request, catalogue=catalogue, gpu=gpu, preset=context.get("preset")
+            estimate_request,
+            catalogue=catalogue,
+            gpu=gpu,
+            preset=context.get("preset"),
+            host_ram_gb=form.cleaned_data.get("ram"),
         )
     except (ConfigError, PydanticValidationError) as error:
         attach_estimator_error(form, error)

@@ -137,6 +137,7 @@ PHASES = {
     "backward (end)": _("end of the backward pass"),
     "optimizer step": _("optimizer step"),
     "load": _("start-up, where the runtime allocates its buffers"),
+    "backward (recompute)": _("backward pass, while a checkpointed layer is recomputed"),
 }
 
 
@@ -192,3 +193,43 @@ def duration(seconds: float | None) -> str:
     if seconds < 48 * 3600:
         return gettext("%(n)s h") % {"n": num(seconds / 3600, 1)}
     return gettext("%(n)s days") % {"n": num(seconds / 86400, 1)}
+
+
+@register.filter
+def stack_label(stack: str) -> str:
+    from calculator.forms import STACK_CHOICES
+
+    return str(dict(STACK_CHOICES).get(stack, stack))
+
+
+@register.filter
+def switches_summary(switches: Any) -> str:
+    """The switches a training estimate used, in the active language; the ones the visitor set
+    (not the stack's defaults) are marked with *."""
+    from calculator.forms import CHECKPOINTING_CHOICES, LOSS_CHOICES, OPTIMIZER_IMPL_CHOICES
+
+    def mark(name: str, text: str) -> str:
+        return text if name in switches.from_stack else f"{text}*"
+
+    parts = [
+        mark(
+            "optimizer_impl",
+            gettext("optimizer: %(v)s")
+            % {"v": dict(OPTIMIZER_IMPL_CHOICES)[switches.optimizer_impl]},
+        ),
+        mark("loss", gettext("loss: %(v)s") % {"v": dict(LOSS_CHOICES)[switches.loss]}),
+        mark(
+            "activation_checkpointing",
+            gettext("checkpointing: %(v)s")
+            % {"v": dict(CHECKPOINTING_CHOICES)[switches.activation_checkpointing]},
+        ),
+    ]
+    for name, label in (
+        ("activation_offloading", gettext("activations in CPU RAM")),
+        ("optimizer_offload", gettext("optimizer in CPU RAM")),
+        ("parameter_offload", gettext("weights in CPU RAM")),
+        ("sequence_parallel", gettext("sequence parallel")),
+    ):
+        if getattr(switches, name):
+            parts.append(mark(name, label))
+    return ", ".join(parts)
