@@ -65,17 +65,28 @@ document.addEventListener("htmx:sendError", (event) => {
   }
 });
 
-// Options of the runtimes not chosen (and the runtime itself outside inference) are disabled, so
-// they stay out of the request and of the address bar: links stay short and say what was used.
+// Fields the chosen mode and runtime do not read (the page hides them) are disabled, so they stay
+// out of the request and of the address bar: links stay short and say what was used.
 function syncRuntimeFields(form) {
   const mode = form.querySelector("select[name=mode]");
   const runtime = form.querySelector("select[name=runtime]");
-  const inference = !mode || mode.value === "inference";
-  if (runtime) runtime.disabled = !inference;
+  const value = mode ? mode.value : "inference";
+  const inference = value === "inference";
+  const lora = value === "lora" || value === "qlora";
   const active = inference && runtime ? runtime.value : "transformers";
+  const off = new Set();
+  const mark = (selector) => form.querySelectorAll(selector).forEach((field) => off.add(field));
+  const fields = " :is(input, select, textarea)";
+  if (inference) { mark(".only-training" + fields); mark(".only-full" + fields); }
+  else { mark(".only-inference" + fields); }
+  if (!lora) mark(".only-lora" + fields);
+  if (lora) mark(".only-full" + fields);
+  if (active !== "transformers") mark(".only-hf" + fields);
   form.querySelectorAll("[data-runtime]").forEach((box) => {
-    const on = box.dataset.runtime === active;
-    box.querySelectorAll("input, select, textarea").forEach((field) => { field.disabled = !on; });
+    if (box.dataset.runtime !== active) box.querySelectorAll("input, select, textarea").forEach((f) => off.add(f));
+  });
+  form.querySelectorAll("input, select, textarea").forEach((field) => {
+    if (field.closest(".only-training, .only-inference, .only-lora, .only-full, .only-hf, [data-runtime]")) field.disabled = off.has(field);
   });
 }
 document.addEventListener("change", (event) => {
