@@ -190,9 +190,27 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
             response["HX-Reswap"] = reswap
         return response
     response = _index(request)
-    if key and response.status_code == 200 and "no-store" not in response.get("Cache-Control", ""):
+    cacheable = response.status_code == 200 and "no-store" not in response.get("Cache-Control", "")
+    if key and cacheable and _seen_before(key):
         cache.set(key, (response.content, response.get("HX-Reswap")), RESULT_CACHE_SECONDS)
     return response
+
+
+_SEEN: dict[str, None] = {}
+_SEEN_LIMIT = 50_000
+
+
+def _seen_before(key: str) -> bool:
+    """Whether this worker has rendered ``key`` before: only then is it written to the shared
+    cache. Most never-seen inputs are one keystroke of someone typing and are never asked again;
+    writing each one cost a database (or Redis) write on the recompute's hot path (issue 16). A
+    link that is shared is asked twice soon enough, and from then on every worker reads it."""
+    if key in _SEEN:
+        return True
+    if len(_SEEN) >= _SEEN_LIMIT:
+        _SEEN.clear()
+    _SEEN[key] = None
+    return False
 
 
 def _index(request: HtmxHttpRequest) -> HttpResponse:

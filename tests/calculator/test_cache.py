@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,24 @@ def test_cached_values_land_in_the_shared_store(settings):
     with connection.cursor() as cursor:
         cursor.execute("SELECT COUNT(*) FROM calculator_cache")
         assert cursor.fetchone() == (1,)
+
+
+@pytest.mark.django_db
+def test_a_result_is_shared_once_it_is_asked_for_again(client):
+    """Never-seen inputs (most are one keystroke of someone typing) are not written to the shared
+    cache; the second request for the same link is, and from then on it is served from there."""
+    from django.db import connection
+
+    def rows() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM calculator_cache")
+            return int(cursor.fetchone()[0])
+
+    cache.clear()
+    url = f"/?model=Llama+3.1+8B&seq=4321&probe={uuid.uuid4().hex}"
+    client.get(url, HTTP_HX_REQUEST="true")
+    assert rows() == 0
+    client.get(url, HTTP_HX_REQUEST="true")
+    assert rows() == 1
+    third = client.get(url, HTTP_HX_REQUEST="true")
+    assert third.context is None  # served from the cache: no template rendered
