@@ -25,6 +25,7 @@ from calculator.estimator.core import llama_cpp_options, vllm_options
 from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.estimator.runtimes import longest_context_full_offload, longest_max_model_len
 from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
+from calculator.estimator.speed import GpuPerformance, estimate_speed
 from calculator.models import DEFAULT_USABLE_FRACTION, ModelPreset
 from calculator.presenters import cached_estimate, largest_fitting, runtime_fits
 
@@ -425,6 +426,7 @@ class ModelFit:
     precision: str
     max_context: int
     total_bytes: int
+    tokens_per_s: float | None = None  # generation of one sequence, or training per GPU
 
 
 def longest_context(
@@ -454,9 +456,15 @@ def longest_context(
 
 
 def models_that_fit(
-    workload: Workload, presets: list[ModelPreset], usable_bytes: int, gpu_count: int
+    workload: Workload,
+    presets: list[ModelPreset],
+    usable_bytes: int,
+    gpu_count: int,
+    *,
+    speed_gpu: GpuPerformance | None = None,
 ) -> list[ModelFit]:
-    """Every catalogue model that fits: its most precise format and the longest context."""
+    """Every catalogue model that fits: its most precise format, the longest context and, on a
+    catalogue GPU (``speed_gpu``), how fast it generates (or trains) there."""
     extra: dict[str, Any] = {"num_gpus": gpu_count}
     if gpu_count > 1:
         extra.update(
@@ -490,11 +498,37 @@ def models_that_fit(
                 best, request, result = middle, tried, tried_result
         limit = preset.max_context or 131_072
         context = longest_context(workload, request, result, usable_bytes, limit)
-        found.append(ModelFit(preset, precisions[best], context, result.total_bytes))
+        found.append(
+            ModelFit(
+                preset,
+                precisions[best],
+                context,
+                result.total_bytes,
+                _tokens_per_s(request, result, speed_gpu) if speed_gpu else None,
+            )
+        )
     # 2-bit fits go last: they run, but with a large loss of quality (see PRECISION_QUALITY).
     return sorted(
         found, key=lambda fit: (fit.precision in LARGE_QUALITY_LOSS, -fit.preset.params_total)
     )
+
+
+def _tokens_per_s(
+    request: EstimateRequest, result: EstimateResult, gpu: GpuPerformance
+) -> float | None:
+    """One sequence's generation speed (inference) or the training tokens/s per GPU."""
+    speed = estimate_speed(
+        resolve_architecture(request.model),
+        request,
+        result,
+        gpu,
+        runtime=request.runtime,
+        llama_cpp=result.llama_cpp,
+        vllm=result.vllm,
+    )
+    if request.mode == "inference":
+        return speed.decode_tokens_per_s
+    return speed.training_tokens_per_s_per_gpu
 
 
 def naive_bytes_per_param(precision: str) -> float:

@@ -45,6 +45,7 @@ from calculator.selectors import (
     CatalogueSnapshot,
     catalogue_version,
     gpu_list,
+    gpu_performance,
     pasted_config_text,
     preset_list,
     preset_suggest,
@@ -561,11 +562,15 @@ def _fits(request: HttpRequest) -> HttpResponse:
             else (reverse.tier_usable_bytes(c["gb"]) if c.get("gb") else None)
         )
         if usable:
+            speed_gpu = gpu_performance(gpu=gpu, count=c["count"]) if gpu else None
             context["own"] = {
                 "gpu": gpu,
                 "gb": c.get("gb"),
                 "count": c["count"],
                 "usable_bytes": usable,
-                "models": reverse.models_that_fit(workload, presets, usable, c["count"]),
+                "models": reverse.models_that_fit(
+                    workload, presets, usable, c["count"], speed_gpu=speed_gpu
+                ),
+                "speed": speed_gpu is not None,
             }
     return render(request, "calculator/fits.html", context)

@@ -95,3 +95,15 @@ def test_export_and_api_carry_the_speed(client):
     body = {"model": {"preset": "llama-3.1-8b"}, "gpu": "rtx-4090-24gb", "prompt_tokens": 1000}
     posted = client.post("/api/v1/estimate", json.dumps(body), content_type="application/json")
     assert posted.json()["speed"]["prompt_tokens"] == 1000
+
+
+def test_fits_lists_a_speed_beside_each_model_on_a_catalogue_gpu(client):
+    response = client.get("/fits/?gpu=rtx-4090-24gb&seq=4096")
+    fits = response.context["own"]["models"]
+    llama = next(fit for fit in fits if fit.preset.slug == "llama-3.1-8b")
+    assert llama.precision == "bf16"  # 16 GB of weights fit a 24 GB card at 4,096 tokens
+    assert 0 < llama.tokens_per_s < RTX_4090_BYTES_PER_S / (2 * LLAMA_8B_PARAMS)
+    assert all(fit.tokens_per_s for fit in fits)
+    assert "tokens/s" in text(response)
+    by_memory = client.get("/fits/?gb=24&seq=4096")
+    assert not by_memory.context["own"]["speed"]  # a memory size alone says nothing of speed
