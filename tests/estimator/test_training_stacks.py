@@ -12,7 +12,8 @@ from calculator.estimator import EstimateRequest, estimate
 from calculator.estimator.core import _pipeline_stages, resolve_architecture
 from calculator.estimator.parallelism import plan_for
 from calculator.estimator.stacks import STACKS, resolve_switches
-from validation.training_stacks import rows, summary
+from validation.runtime_logs import preset_configs
+from validation.training_stacks import load, rows, summary
 
 LLAMA31_8B_PARAMS = 8_030_261_248  # transformers' count (tests/estimator/data)
 LLAMA31_8B_EMBEDDING = 128_256 * 4_096  # vocab_size × hidden_size (config.json)
@@ -211,3 +212,36 @@ def test_more_pipeline_stages_than_layers_is_refused(llama):
     # Llama 3.1 8B has 32 decoder layers (config.json num_hidden_layers); a stage needs one.
     with pytest.raises(ValueError, match="exceeds the model's 32 layers"):
         llama(mode="pretrain", num_gpus=64, pipeline_parallel=64)
+
+
+def test_megatron_pp2_saves_only_static_state():
+    # Megatron-LM PR #482's measured table (validation/published/training_stacks.json, rows
+    # megatron-llama2-7b-pp1-dp8 and -pp2-dp4): Llama 2 7B, micro-batch 2, PP=1 x DP=8 against
+    # PP=2 x DP=4. Not scored (sequence length and unit not stated), but the difference of the two
+    # needs neither: it is the static state of half the model, so activations did not shrink.
+    published = {entry["id"]: entry for entry in load()}
+    pp1 = published["megatron-llama2-7b-pp1-dp8"]
+    pp2 = published["megatron-llama2-7b-pp2-dp4"]
+    saving_gib = pp1["published"] - pp2["published"]  # 69.1 - 49.8 = 19.3
+    # Hand calculation (transformers' count: 6,738,415,616 params, embedding and LM head
+    # 131,072,000 each, final norm 4096): a layer is (6,738,415,616 - 2 x 131,072,000 - 4096) / 32
+    # = 202,383,360; stage 0 holds 16 layers + the embedding = 3,369,205,760, stage 1 the rest.
+    # Megatron keeps 6 B/param unsharded (bf16 param + fp32 grad buffer; Megatron-LM issue #654)
+    # and 12 B/param over the data-parallel group, equal in both layouts (12 x 6.74e9 / 8 and
+    # 12 x 3.37e9 / 4).
+    stage0_params = 16 * 202_383_360 + 131_072_000
+    static_saving_gib = 6 * (6_738_415_616 - stage0_params) / 2**30  # 18.83
+    assert static_saving_gib == pytest.approx(saving_gib, rel=0.05)
+    # Korthikanti et al. 2022 §4.2.3: under 1F1B stage 0 keeps 2 micro-batches of 16 layers, the
+    # activations of all 32 layers of one, which is what the published difference shows.
+    config = preset_configs()["llama-2-7b"]
+    ours = {
+        key: estimate(
+            EstimateRequest.model_validate({"model": {"config": config}, **row["request"]})
+        )
+        for key, row in (("pp1", pp1), ("pp2", pp2))
+    }
+    assert ours["pp2"].peak_stage == 0
+    assert ours["pp2"].breakdown.activations == pytest.approx(
+        ours["pp1"].breakdown.activations, rel=0.02
+    )
