@@ -733,7 +733,10 @@ def _training(
     master = 0.0
     working_copies = 0.0
     if request.mixed_precision and not lora:
-        master = base.data
+        # The fp32 master weights are part of the optimizer state ZeRO-1 already partitions
+        # (Rajbhandari et al. 2020, arXiv:1910.02054 §5.1: K = 12 bytes of master, momentum and
+        # variance per parameter; Megatron's distributed optimizer likewise, Megatron-LM#654).
+        master = base.data / plan.optimizer_shards
         weights_resident = 0.0
         working_copies = min(arch.linear_params, params) / plan.tp * p
         if plan.zero_stage == 3:
@@ -934,7 +937,11 @@ def _training(
             "quantization_overhead": int(base.quantization_overhead * share),
         }
         # With several micro-batches in flight, gradients of earlier ones already exist.
-        grads_early = int(stage_grads) if stage.in_flight > 1 or plan.pp > 1 else 0
+        grads_early = (
+            int(stage_grads)
+            if stage.in_flight > 1 or plan.pp > 1 or stack.resident_gradients
+            else 0
+        )
         weights_fwd = int(resident + working_copies * share + stage_gather)
         weights_bwd = weights_fwd
         if autocast and checkpointing == "full" and not lora and plan.zero_stage != 3:

@@ -33,6 +33,11 @@ class Stack:
     ``prepare_model_for_kbit_training``); torchtune and Unsloth keep them in bf16."""
     fused_layer_kernels: bool = False
     """Unsloth's Triton layer kernels (see ``activations.Setting.fused_layer_kernels``)."""
+    resident_gradients: bool = False
+    """Gradients live in one buffer allocated when the model is wrapped, so they occupy memory in
+    every phase, forward included (Megatron-core ``DistributedDataParallel``'s
+    ``ParamAndGradBuffer``; fp32 with bf16, as ``--accumulate-allreduce-grads-in-fp32`` is
+    implied by ``--bf16`` in Megatron-LM's ``arguments.py``)."""
     own_model_code: bool = False
     """The stack runs its own model implementation, whose tanh GELU is one fused op
     (litgpt/model.py ``F.gelu(x, approximate=config.gelu_approximate)``; torchtune's modules)."""
@@ -190,6 +195,7 @@ STACKS: dict[str, Stack] = {
         sequence_parallel=True,
         adapters_in_compute_dtype=False,
         pinned_host_memory=False,
+        resident_gradients=True,
         source=gettext_noop(
             "NVIDIA/Megatron-LM arguments.py (--recompute-activations = selective granularity, "
             "--sequence-parallel); Korthikanti et al. 2022 (arXiv:2205.05198) §4-5"
