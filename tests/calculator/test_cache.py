@@ -67,16 +67,15 @@ def test_a_result_is_shared_once_it_is_asked_for_again(client, monkeypatch):
     """Never-seen inputs (most are one keystroke of someone typing) are not written to the shared
     cache (database table or Redis); the second request for the same link is, and from then on
     it is served from there."""
-    from calculator import views
-
     written: list[str] = []
-    original = views.cache.set
+    original = cache.set
 
     def recording_set(key, *args, **kwargs):
         written.append(key)
         return original(key, *args, **kwargs)
 
-    monkeypatch.setattr(views.cache, "set", recording_set)
+    # calculator.views uses the same django.core.cache.cache object.
+    monkeypatch.setattr(cache, "set", recording_set)
     url = f"/?model=Llama+3.1+8B&seq=4321&probe={uuid.uuid4().hex}"
     client.get(url, HTTP_HX_REQUEST="true")
     assert [key for key in written if key.startswith("page:")] == []
