@@ -163,7 +163,14 @@ TEMPLATES = [
                 )
             ],
         },
-    }
+    },
+    {
+        # Only the result fragment (config/jinja2.py says why); `{% jinja %}` embeds it.
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "DIRS": [BASE_DIR / "templates" / "jinja2"],
+        "APP_DIRS": False,
+        "OPTIONS": {"environment": "config.jinja2.environment"},
+    },
 ]
 
 DATABASES = {

@@ -52,8 +52,8 @@ def test_notice_quotes_the_measured_generic_reader_error():
     from calculator.estimator import architecture
 
     template = (
-        Path(__file__).resolve().parents[2] / "templates/calculator/_approximate.html"
+        Path(__file__).resolve().parents[2] / "templates/jinja2/calculator/_approximate.jinja"
     ).read_text()
     worst = int(architecture.GENERIC_READER_WORST_ERROR_PERCENT + 0.5)
     median = int(architecture.GENERIC_READER_MEDIAN_ERROR_PERCENT + 0.5)
-    assert f'worst="{worst}%" median="{median}%"' in template
+    assert f'worst="{worst}%", median="{median}%"' in template
