@@ -245,3 +245,17 @@ def test_bamba_keeps_kv_only_at_its_attention_indices():
     assert kinds["attention"].cache_bytes == 3 * 2 * 8 * 128 * 2 * 1024
     assert kinds["mamba2"].layers == 29
     assert kinds["mamba2"].cache_bytes == 29 * (128 * 64 * 128 * 4 + (8192 + 256) * 4 * 2)
+
+
+def test_hunyuan_moe_reads_a_per_layer_top_k_list_of_equal_entries():
+    """Hunyuan-A13B's published config (validation/configs/hunyuan-a13b.json) writes ``moe_topk``
+    as 32 eights, one per layer; transformers takes ``moe_topk[layer_idx]`` (HunYuanMoEV1Gate), so
+    8 experts per token, and its count is the dataset's. Differing entries have no single value."""
+    config = json.loads((VALIDATION_CONFIGS / "hunyuan-a13b.json").read_text())
+    arch = Architecture.from_hf_config(config)
+    assert config["moe_topk"] == [8] * 32
+    assert arch.experts_per_token == 8
+    assert arch.params_total == DATA["models"]["hunyuan-a13b"]["params_total"]
+    with pytest.raises(ConfigError) as raised:
+        Architecture.from_hf_config({**config, "moe_topk": [8] * 31 + [4]})
+    assert raised.value.field == "moe_topk"

@@ -27,9 +27,7 @@ def read_hunyuan_moe(c: ConfigFields) -> Architecture:
         raise ConfigError(
             "Per-layer expert counts ('num_experts' as a list) are not supported.", "num_experts"
         )
-    top_k = c.raw.get("moe_topk", 1)
-    if not isinstance(top_k, int) or isinstance(top_k, bool):
-        raise ConfigError("Per-layer 'moe_topk' lists are not supported.", "moe_topk")
+    top_k = _uniform_top_k(c.raw.get("moe_topk", 1))
     return arch.model_copy(
         update={
             "num_experts": experts,
@@ -40,3 +38,16 @@ def read_hunyuan_moe(c: ConfigFields) -> Architecture:
             "moe_layers": tuple(range(arch.num_layers)),
         }
     )
+
+
+def _uniform_top_k(value: object) -> int:
+    """``moe_topk`` as one number: released configs (Hunyuan-A13B) write it per layer as a list,
+    which transformers indexes by layer (``HunYuanMoEV1Gate``); a list of equal entries is that
+    number, a list of different ones has no single value to report."""
+    if isinstance(value, list) and value and len({repr(v) for v in value}) == 1:
+        value = value[0]
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(
+            "'moe_topk' must be a positive integer or a list of equal ones.", "moe_topk"
+        )
+    return value
