@@ -259,3 +259,37 @@ def test_hunyuan_moe_reads_a_per_layer_top_k_list_of_equal_entries():
     with pytest.raises(ConfigError) as raised:
         Architecture.from_hf_config({**config, "moe_topk": [8] * 31 + [4]})
     assert raised.value.field == "moe_topk"
+
+
+def test_minimax_m1_as_released_reads_its_attn_type_list():
+    """MiniMax-M1's config.json as released for its remote code (validation/configs/SOURCES.md,
+    minimax-m1.json): model_type "minimax_m1" and attn_type_list, 0 for a lightning-attention
+    layer and 1 for a softmax one, seven 0s then a 1, ten times. transformers cannot build that
+    model_type, so it counted the same config in its own minimax layout (those four edits undone
+    here): 456,089,655,296 parameters, the row minimax-m1 in transformers_param_counts.json. Read
+    as released, the count is the same and is not flagged approximate, and only the 10 softmax
+    layers keep a KV cache."""
+    converted = json.loads((VALIDATION_CONFIGS / "minimax-m1.json").read_text())
+    released = {key: value for key, value in converted.items() if key != "layer_types"}
+    released["model_type"] = "minimax_m1"
+    released["architectures"] = ["MiniMaxM1ForCausalLM"]
+    released["attn_type_list"] = [
+        1 if kind == "full_attention" else 0 for kind in converted["layer_types"]
+    ]
+    assert released["attn_type_list"] == ([0] * 7 + [1]) * 10
+    arch = Architecture.from_hf_config(released)
+    assert arch.approximate_reason is None
+    assert arch.params_total == DATA["models"]["minimax-m1"]["params_total"] == 456_089_655_296
+    result = estimate(EstimateRequest(model=ConfigModel(config=released), seq_len=1024))
+    kinds = {kind.kind: kind for kind in result.layer_kinds}
+    assert kinds["attention"].layers == 10
+    assert kinds["lightning"].layers == 70
+
+
+def test_minimax_remote_code_config_without_attn_type_list_names_it():
+    converted = json.loads((VALIDATION_CONFIGS / "minimax-m1.json").read_text())
+    released = {key: value for key, value in converted.items() if key != "layer_types"}
+    released["model_type"] = "minimax_text_01"
+    with pytest.raises(ConfigError) as raised:
+        Architecture.from_hf_config(released)
+    assert raised.value.field == "attn_type_list"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from calculator.estimator.architecture import (
     Architecture,
+    ConfigError,
     ConfigFields,
     MixerKind,
     RecurrentState,
@@ -49,8 +50,8 @@ def read_minimax(c: ConfigFields) -> Architecture:
     "linear_attention" / "full_attention"; only the latter keep a KV cache), every MLP a MoE of
     ``num_local_experts`` experts of ``intermediate_size``."""
     arch = read_llama_like(c)
-    types = c.raw.get("layer_types")
     layers = arch.num_layers
+    types = c.raw.get("layer_types")
     if isinstance(types, list) and len(types) == layers:
         mixers: tuple[MixerKind, ...] = tuple(
             "lightning" if "linear" in str(kind) else "attention" for kind in types
@@ -58,6 +59,35 @@ def read_minimax(c: ConfigFields) -> Architecture:
     else:
         # MiniMaxConfig's default: full attention on even layers, lightning on odd ones.
         mixers = tuple("attention" if i % 2 == 0 else "lightning" for i in range(layers))
+    return _minimax(c, arch, mixers)
+
+
+@register("minimax_text_01", "minimax_m1")
+def read_minimax_remote_code(c: ConfigFields) -> Architecture:
+    """MiniMax-Text-01 / MiniMax-M1 as released for their remote code (``model_type``
+    "minimax_text_01" / "minimax_m1"): the same layers as ``minimax``, but the layer kinds come
+    from ``attn_type_list`` (0 = lightning attention, 1 = softmax attention, one entry per layer;
+    the release notes' seven lightning layers then one softmax layer), which transformers'
+    MiniMaxConfig does not read."""
+    arch = read_llama_like(c)
+    layers = arch.num_layers
+    kinds = c.raw.get("attn_type_list")
+    if not (isinstance(kinds, list) and len(kinds) == layers and all(k in (0, 1) for k in kinds)):
+        raise ConfigError(
+            f"The field 'attn_type_list' must give 0 (lightning attention) or 1 (softmax "
+            f"attention) for each of the {layers} layers.",
+            field="attn_type_list",
+        )
+    mixers: tuple[MixerKind, ...] = tuple(
+        "attention" if kind == 1 else "lightning" for kind in kinds
+    )
+    return _minimax(c, arch, mixers)
+
+
+def _minimax(c: ConfigFields, arch: Architecture, mixers: tuple[MixerKind, ...]) -> Architecture:
+    """The MiniMax layer on top of the Llama-shaped fields: bias-free attention, the given mixer
+    per layer, and a MoE MLP on every layer."""
+    layers = arch.num_layers
     return arch.model_copy(
         update={
             "qkv_bias": False,
