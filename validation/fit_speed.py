@@ -265,8 +265,9 @@ def _loss(cases: list[Case], eff: Efficiency) -> float:
 
 
 # Where a group has no rows for a factor, it keeps this neutral value (and the estimator never
-# uses it: no TFLOPS means no prefill estimate). Vulkan rows are evaluated with the CUDA factors
-# of the same GPU, as the estimator (which does not know the backend a user builds) would.
+# uses it: no TFLOPS means no prefill estimate). Vulkan rows are not fitted: ``report`` evaluates
+# them with the factors of the GPU's own backend (CUDA for NVIDIA, ROCm for AMD), as the
+# estimator, which does not know the backend a user builds, would.
 START = Efficiency(decode_bandwidth=0.75, prefill_compute=0.5, step_overhead_s=0.001)
 NOT_FITTED_BACKENDS = {"vulkan"}
 
@@ -370,8 +371,10 @@ def fitted_source(factors: dict[str, Efficiency]) -> str:
 def report(cases: list[Case], factors: dict[str, Efficiency]) -> list[dict[str, Any]]:
     table = []
     for case in cases:
-        group = case.group.replace("/vulkan/", "/cuda/")
-        error = relative_error(case, factors.get(group) or factors_for(case.group))
+        # Vulkan rows get the factors of the GPU's own backend (CUDA for NVIDIA, ROCm for AMD),
+        # the ones the estimator shows for that GPU.
+        group = case.group.replace("/vulkan/", f"/{case.gpu.backend}/")
+        error = relative_error(case, factors.get(group) or factors_for(group))
         table.append(
             {
                 "id": case.id,
