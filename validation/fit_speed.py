@@ -162,6 +162,7 @@ def llama_cases() -> Iterable[Case]:
 def serving_cases() -> Iterable[Case]:
     data = json.loads((PUBLISHED / "speed_serving.json").read_text())
     for row in data["rows"]:
+        gpu = gpu_performance(row["gpu"], row["tensor_parallel"])
         request = request_for(
             row["model"],
             precision=row["precision"],
@@ -173,19 +174,20 @@ def serving_cases() -> Iterable[Case]:
         )
         yield Case(
             id=row["id"],
-            group="serving/cuda/hbm",
+            group=f"serving/{gpu.backend}/{gpu.memory_class}",
             metric="throughput",
             published=row["output_tokens_per_s_per_gpu"],
             source=row["source"],
             arch=architecture(row["model"]),
             request=request,
             result=estimate(request),
-            gpu=gpu_performance(row["gpu"], row["tensor_parallel"]),
+            gpu=gpu,
             runtime="vllm",
             input_tokens=row["input_tokens"],
             output_tokens=row["output_tokens"],
         )
     for row in data["latency_rows"]:
+        gpu = gpu_performance(row["gpu"], row["tensor_parallel"])
         request = request_for(
             row["model"],
             precision=row["precision"],
@@ -195,14 +197,14 @@ def serving_cases() -> Iterable[Case]:
         )
         yield Case(
             id=row["id"],
-            group="serving/cuda/hbm",
+            group=f"serving/{gpu.backend}/{gpu.memory_class}",
             metric="ttft",
             published=row["time_to_first_token_s"],
             source=row["source"],
             arch=architecture(row["model"]),
             request=request,
             result=estimate(request),
-            gpu=gpu_performance(row["gpu"], row["tensor_parallel"]),
+            gpu=gpu,
             runtime="vllm",
         )
 
@@ -218,7 +220,7 @@ def training_cases() -> Iterable[Case]:
             batch_size=row["batch_size"],
             seq_len=row["seq_len"],
             num_gpus=row["num_gpus"],
-            zero_stage=3,
+            zero_stage=row.get("zero_stage", 3),
             gradient_checkpointing=row["activation_checkpointing"] == "full",
         )
         yield Case(
@@ -263,8 +265,9 @@ def _loss(cases: list[Case], eff: Efficiency) -> float:
 
 
 # Where a group has no rows for a factor, it keeps this neutral value (and the estimator never
-# uses it: no TFLOPS means no prefill estimate). Vulkan rows are evaluated with the CUDA factors
-# of the same GPU, as the estimator (which does not know the backend a user builds) would.
+# uses it: no TFLOPS means no prefill estimate). Vulkan rows are not fitted: ``report`` evaluates
+# them with the factors of the GPU's own backend (CUDA for NVIDIA, ROCm for AMD), as the
+# estimator, which does not know the backend a user builds, would.
 START = Efficiency(decode_bandwidth=0.75, prefill_compute=0.5, step_overhead_s=0.001)
 NOT_FITTED_BACKENDS = {"vulkan"}
 
@@ -302,6 +305,12 @@ def fit(cases: list[Case]) -> dict[str, Efficiency]:
             train = [c for c in cases if c.group == group and c.metric == metric and not c.held_out]
             if not train:
                 continue
+            if metric == "throughput" and not any(
+                c.group == group and c.metric == "ttft" and not c.held_out for c in cases
+            ):
+                # No time-to-first-token rows fix the compute share, so the batched rows do:
+                # at large batches a decode step is compute-bound (2·N FLOPs per sequence).
+                grid = {**grid, "prefill_compute": GRIDS["ttft"]["prefill_compute"]}
             names = list(grid)
             if not any(case.predict(eff) is not None for case in train):
                 continue
@@ -362,8 +371,10 @@ def fitted_source(factors: dict[str, Efficiency]) -> str:
 def report(cases: list[Case], factors: dict[str, Efficiency]) -> list[dict[str, Any]]:
     table = []
     for case in cases:
-        group = case.group.replace("/vulkan/", "/cuda/")
-        error = relative_error(case, factors.get(group) or factors_for(case.group))
+        # Vulkan rows get the factors of the GPU's own backend (CUDA for NVIDIA, ROCm for AMD),
+        # the ones the estimator shows for that GPU.
+        group = case.group.replace("/vulkan/", f"/{case.gpu.backend}/")
+        error = relative_error(case, factors.get(group) or factors_for(group))
         table.append(
             {
                 "id": case.id,
