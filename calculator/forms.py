@@ -664,8 +664,25 @@ class _SharedFields(dict[str, forms.Field]):
         return dict(self)
 
 
+class _HelpText:
+    """A field's help text, translated when it is shown. Its truth is known without translating
+    it: Django's BoundField tests every field's help text for truth as the form is cleaned, which
+    translated some fifty texts on each recompute that renders none of them (issue 16)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: Any) -> None:
+        self.text = text
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        return str(self.text)
+
+
 for _name, _text in CalculatorForm.HELP.items():
-    CalculatorForm.base_fields[_name].help_text = _text
+    CalculatorForm.base_fields[_name].help_text = _HelpText(_text)  # type: ignore[assignment]
 CalculatorForm.base_fields = _SharedFields(CalculatorForm.base_fields)
 
 

@@ -108,6 +108,24 @@ def native_name(code: str, name: Any) -> str:
     return _NATIVE_NAMES[code]
 
 
+class LanguageLink:
+    """One language of the switcher: its name, the switch URL, and (computed only when a page
+    asks, for its ``hreflang`` alternates) the absolute URL of this page in that language."""
+
+    __slots__ = ("_current", "_request", "code", "name", "switch_url")
+
+    def __init__(self, request: HttpRequest, current: str, quoted: str, code: str, name: Any):
+        self._request = request
+        self._current = current
+        self.code = code
+        self.name = native_name(code, name)
+        self.switch_url = f"/lang/{code}?next={quoted}"
+
+    @property
+    def url(self) -> str:
+        return self._request.build_absolute_uri(localized_path(self._current, self.code))
+
+
 def language_links(request: HttpRequest) -> dict[str, Any]:
     """Context: every language with the URL of this page (and its inputs) in it.
 
@@ -116,17 +134,10 @@ def language_links(request: HttpRequest) -> dict[str, Any]:
     """
     # After a POST (a pasted config) the view records the permalink the page now shows.
     current = getattr(request, "permalink_path", None) or request.get_full_path()
-    links = []
-    for code, name in settings.LANGUAGES:
-        localized = localized_path(current, code)
-        links.append(
-            {
-                "code": code,
-                "name": native_name(code, name),
-                "switch_url": f"/lang/{code}?next={_quote(current)}",
-                "url": request.build_absolute_uri(localized),
-            }
-        )
+    quoted = _quote(current)
+    links = [
+        LanguageLink(request, current, quoted, code, name) for code, name in settings.LANGUAGES
+    ]
     return {"language_links": links}
 
 
