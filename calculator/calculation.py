@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from calculator import presenters, reverse
-from calculator.charts import Chart, memory_chart, throughput_chart
+from calculator.charts import Chart, concurrency_chart, memory_chart, throughput_chart
 from calculator.estimator import (
     Architecture,
     ConfigModel,
@@ -248,34 +248,106 @@ class Calculation:
             host_memory_bandwidth_gb_s=request.host_memory_bandwidth_gb_s,
         )
 
-    def charts(self) -> dict[str, Chart | None]:
-        """Memory against context length (with the card's usable memory) and, for inference,
-        generation speed against batch size."""
-        performance = self.gpu_performance
-        if performance is None or self.gpu is None:
+    def charts(self) -> dict[str, Any]:
+        """What a longer context costs, and for inference generation speed against batch size.
+
+        Memory per GPU against the context length is the estimate itself at each length, so a
+        point on the chart is the figure the page gives for that context. vLLM reserves its pool
+        at start-up whatever the context, so its chart shows instead the requests the pool holds
+        (the concurrency table's figures) and the longest context at which it starts."""
+        if self.gpu is None:
             return {}
-        throughput, memory = speed_series(
-            self.arch,
-            self.request,
-            self.result,
-            performance,
-            runtime=self.request.runtime,
-            llama_cpp=self.result.llama_cpp,
-            vllm=self.result.vllm,
-        )
-        charts: dict[str, Chart | None] = {
-            "memory_chart": memory_chart(
-                [(int(point.x), int(point.y)) for point in memory],
+        charts: dict[str, Any] = {}
+        if self.result.vllm is not None:
+            charts["concurrency_chart"] = self._concurrency_chart()
+        else:
+            charts["memory_chart"] = memory_chart(
+                self._memory_against_context(),
                 usable_bytes=self.gpu.usable_bytes,
-                current=(self.request.seq_len, self.result.total_bytes),
+                current=(self.sequence_context, self.result.total_bytes),
             )
-        }
-        if self.request.mode == "inference":
+            if self.result.llama_cpp is not None:
+                charts["chart_slots"] = llama_cpp_options(self.request).n_parallel
+        performance = self.gpu_performance
+        if performance is not None and self.request.mode == "inference":
+            throughput = speed_series(
+                self.arch,
+                self.request,
+                self.result,
+                performance,
+                runtime=self.request.runtime,
+                llama_cpp=self.result.llama_cpp,
+                vllm=self.result.vllm,
+            )
             charts["speed_chart"] = throughput_chart(
                 [(int(point.x), point.y) for point in throughput],
                 current_batch=self.request.batch_size,
             )
         return charts
+
+    @property
+    def sequence_context(self) -> int:
+        """Tokens of one sequence: llama-server splits ``-c`` evenly over its ``-np`` slots."""
+        if self.result.llama_cpp is not None:
+            options = llama_cpp_options(self.request)
+            return max(options.n_ctx // options.n_parallel, 1)
+        return self.context_tokens
+
+    def _at_context(self, tokens: int) -> EstimateRequest:
+        """The same request with sequences of ``tokens`` tokens (llama.cpp: ``-c`` = slots ×
+        tokens, since it allocates the KV cache of every slot at load)."""
+        changed = presenters.with_changes(self.request, seq_len=tokens)
+        settings = self.request.llama_cpp
+        if settings is not None:
+            n_ctx = tokens * settings.n_parallel
+            changed = changed.model_copy(
+                update={"llama_cpp": settings.model_copy(update={"n_ctx": n_ctx})}
+            )
+        return changed
+
+    def _memory_against_context(self) -> list[tuple[int, int]]:
+        """(context, total bytes per GPU) at powers of two around the chosen context; a length
+        the request cannot take (a bound of its settings) is left out."""
+        current = self.sequence_context
+        points = {current: self.result.total_bytes}
+        for tokens in chart_contexts(current):
+            if tokens not in points:
+                total = _or_none(
+                    lambda t=tokens: presenters.cached_estimate(self._at_context(t)).total_bytes
+                )
+                if total is not None:
+                    points[tokens] = total
+        return sorted(points.items())
+
+    @cached_property
+    def vllm_concurrency(self) -> list[tuple[int, float]]:
+        """Requests of each context length vLLM's pool holds, up to the model's window: the
+        table on the page and the points of its chart."""
+        options = vllm_options(self.request)
+        window = self.arch.max_position_embeddings or 1 << 20
+        return [
+            (tokens, concurrency_at(self.arch, options, tokens))
+            for tokens in CONCURRENCY_CONTEXTS
+            if tokens <= window
+        ]
+
+    @cached_property
+    def vllm_longest(self) -> int:
+        """The longest ``--max-model-len`` that starts (0: no room for a KV cache)."""
+        return longest_max_model_len(self.arch, vllm_options(self.request))
+
+    def _concurrency_chart(self) -> Chart | None:
+        started = self.result.vllm
+        assert started is not None
+        points = dict(self.vllm_concurrency)
+        points[started.max_model_len] = started.max_concurrency
+        # Past the longest length charted, the model's window ends first: no pool limit to mark.
+        longest = self.vllm_longest if self.vllm_longest <= max(points) else None
+        return concurrency_chart(
+            sorted(points.items()),
+            current=(started.max_model_len, started.max_concurrency),
+            longest=longest,
+        )
 
     # --- the runtime's own accounting ----------------------------------------------------
     @cached_property
@@ -513,17 +585,8 @@ class Calculation:
         return presenters.cached_estimate(changed).total_bytes
 
     def _vllm_advice(self) -> dict[str, Any]:
-        options = vllm_options(self.request)
-        window = self.arch.max_position_embeddings or 1 << 20
         context: dict[str, Any] = {
-            "vllm_levers": {
-                "longest": longest_max_model_len(self.arch, options),
-                "concurrency": [
-                    (tokens, concurrency_at(self.arch, options, tokens))
-                    for tokens in CONCURRENCY_CONTEXTS
-                    if tokens <= window
-                ],
-            }
+            "vllm_levers": {"longest": self.vllm_longest, "concurrency": self.vllm_concurrency}
         }
         if self.catalogue is not None:
             context["fits"] = self._vllm_gpu_fits()
@@ -659,6 +722,19 @@ def with_gpu_memory(request: EstimateRequest, gpu: Card | None) -> EstimateReque
 
     filled = (settings or VllmSettings()).model_copy(update={"gpu_memory_bytes": gpu.usable_bytes})
     return request.model_copy(update={"vllm": filled})
+
+
+def chart_contexts(tokens: int) -> list[int]:
+    """Powers of two from a sixteenth of ``tokens`` (at least 256, or half of a short context) to
+    twice it: the lengths a memory chart shows around the chosen one."""
+    low = max(tokens / 16, min(256, tokens / 2))
+    lengths = []
+    length = 1
+    while length <= 2 * tokens:
+        if length >= low:
+            lengths.append(length)
+        length *= 2
+    return lengths
 
 
 def _series(display_name: str) -> str:

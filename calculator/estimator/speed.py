@@ -766,13 +766,12 @@ def speed_series(
     llama_cpp: LlamaCppResult | None = None,
     vllm: VllmResult | None = None,
     batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256),
-    context_lengths: tuple[int, ...] | None = None,
     efficiency: Efficiency | None = None,
-) -> tuple[list[SeriesPoint], list[SeriesPoint]]:
-    """(decode tokens/s of all sequences against batch size, memory bytes per GPU against context
-    length), in closed form from one estimate: the KV cache and activations are linear in the
-    context length, so memory(c) = fixed + (total - fixed) × c / seq_len, where fixed is
-    everything but the KV cache, activations and logits."""
+) -> list[SeriesPoint]:
+    """Decode tokens/s of all sequences together against the batch size, each step at half the
+    chosen context (the mean over a generation that fills it). Memory against the context length
+    is not a speed series: the page charts the estimate itself at each length (and under vLLM,
+    whose pool does not grow with the context, the requests it holds)."""
     eff = efficiency or efficiency_for(runtime, gpu.backend, gpu.memory_class)
     traffic = _traffic(arch, request, result, runtime, llama_cpp, vllm)
     host_bw = gpu.bandwidth_gb_s if gpu.unified_memory else DEFAULT_HOST_MEMORY_BANDWIDTH_GB_S
@@ -782,21 +781,4 @@ def speed_series(
             arch, traffic, gpu, runtime, eff, host_bw, batch=batch, context=request.seq_len / 2
         )
         throughput.append(SeriesPoint(x=batch, y=batch / seconds))
-    breakdown = result.breakdown
-    growing = breakdown.kv_cache + breakdown.activations + breakdown.logits
-    fixed = result.total_bytes - growing
-    lengths = context_lengths or _doubling(request.seq_len)
-    memory = [
-        SeriesPoint(x=length, y=fixed + growing * length / request.seq_len) for length in lengths
-    ]
-    return throughput, memory
-
-
-def _doubling(seq_len: int) -> tuple[int, ...]:
-    """Powers of two from 512 to twice the chosen context, with the chosen one included."""
-    lengths = {seq_len}
-    length = 512
-    while length <= 2 * seq_len:
-        lengths.add(length)
-        length *= 2
-    return tuple(sorted(lengths))
+    return throughput
