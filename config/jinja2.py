@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext, trans_real
 from jinja2 import ChainableUndefined, Environment, pass_context
@@ -23,7 +24,6 @@ from jinja2.runtime import Context
 from markupsafe import Markup
 
 from calculator.templatetags import calculator_format as fmt
-
 
 
 def per_request(function: Callable[..., str]) -> Callable[..., str]:
@@ -80,6 +80,14 @@ def blocktranslate(message: str, **values: Any) -> Markup:
     return Markup(_gettext(message)) % values
 
 
+@pass_context
+def django_template(context: Context, name: str) -> Markup:
+    """A Django template rendered inside a fragment with the fragment's values (the parts of the
+    result that are not on the recompute's path stay in the Django template language)."""
+    values = dict(context.get_all())
+    return Markup(render_to_string(name, values, request=values.get("request")))
+
+
 def url(name: str, *args: Any) -> str:
     return reverse(name, args=args)
 
@@ -91,6 +99,10 @@ def environment(**options: Any) -> Environment:
     env.filters.update(FILTERS)
     env.filters["unlocalize"] = str
     env.globals.update(
-        _=translate, bt=blocktranslate, url=url, query_with=fmt.query_with
+        _=translate,
+        bt=blocktranslate,
+        django_template=django_template,
+        url=url,
+        query_with=fmt.query_with,
     )
     return env
