@@ -8,9 +8,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import template
-from django.template import engines
 from django.forms import BoundField, Form
 from django.http import QueryDict
+from django.template import engines
 from django.utils.formats import get_format, number_format
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language, gettext
@@ -259,6 +259,7 @@ def jinja(context: template.Context, name: str) -> str:
     fragment = engines["jinja2"].get_template(name)
     token = RENDER_LANGUAGE.set(get_language())
     try:
-        return mark_safe(fragment.render(context.flatten(), context.get("request")))  # noqa: S308
+        values: dict[str, Any] = {str(key): value for key, value in context.flatten().items()}
+        return mark_safe(fragment.render(values, context.get("request")))
     finally:
         RENDER_LANGUAGE.reset(token)

@@ -22,7 +22,9 @@ def python_for_xgettext(source: str) -> str:
     tree = Environment().parse(source)
     found = extract_from_ast(tree, gettext_functions=("_", "bt"), babel_style=False)
     for lineno, function, strings in found:
-        message = strings if isinstance(strings, str) else strings[0]
+        message = strings if isinstance(strings, str) else (strings or (None,))[0]
+        if not isinstance(message, str):
+            continue  # a call whose first argument is not a literal: nothing to extract
         key = message.replace("%", "%%") if function == "_" else message
         lines[lineno - 1] += f"gettext({key!r}); "
     return "\n".join(lines)
