@@ -28,6 +28,7 @@ from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
 from calculator.estimator.speed import GpuPerformance, estimate_speed
 from calculator.models import DEFAULT_USABLE_FRACTION, ModelPreset
 from calculator.presenters import cached_estimate, largest_fitting, runtime_fits
+from calculator.selectors import preset_description
 
 TIERS_GB = (16, 24, 48, 80, 96, 128, 160, 192, 256, 320, 384, 512)
 PRECISIONS_BY_MODE = {
@@ -161,7 +162,7 @@ def fits(workload: Workload, result: EstimateResult, usable_bytes: int) -> bool:
 
 def _descriptions(presets: list[ModelPreset]) -> dict[int, ConfigModel]:
     """One model description per preset, so each config is parsed once for all precisions."""
-    return {preset.pk: ConfigModel(config=preset.config) for preset in presets}
+    return {preset.pk: preset_description(preset=preset) for preset in presets}
 
 
 def tier_usable_bytes(gb: float) -> int:

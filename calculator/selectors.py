@@ -71,6 +71,22 @@ def preset_suggest(*, text: str, limit: int = 8) -> list[ModelPreset]:
     return [presets[pid] for pid in best if pid in presets]
 
 
+def preset_description(*, preset: ModelPreset) -> ConfigModel:
+    """The estimator's description of a preset: its config.json and, for a checkpoint whose
+    safetensors dtypes were read from the Hub, those element counts (so a pre-quantized
+    checkpoint in its own format weighs exactly what it stores). Counts an admin edited into
+    something other than whole non-negative numbers are left out rather than guessed."""
+    dtypes = preset.hub_dtypes if isinstance(preset.hub_dtypes, dict) else {}
+    valid = all(
+        isinstance(count, int) and not isinstance(count, bool) and count >= 0
+        for count in dtypes.values()
+    )
+    return ConfigModel(
+        config=preset.config,
+        checkpoint_dtypes={str(k): int(v) for k, v in dtypes.items()} if dtypes and valid else None,
+    )
+
+
 def gpu_list() -> QuerySet[GpuSpec]:
     return GpuSpec.objects.filter(active=True).order_by("-memory_gb", "name")
 
@@ -155,7 +171,7 @@ class CatalogueSnapshot:
     def description(self, preset: ModelPreset) -> ConfigModel:
         """The preset's model description, shared so its architecture is parsed once."""
         if preset.pk not in self.descriptions:
-            self.descriptions[preset.pk] = ConfigModel(config=preset.config)
+            self.descriptions[preset.pk] = preset_description(preset=preset)
         return self.descriptions[preset.pk]
 
     def family(self, preset: ModelPreset) -> list[ModelPreset]:

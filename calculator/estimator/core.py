@@ -8,7 +8,7 @@ from typing import cast
 
 from calculator.estimator import activations as act
 from calculator.estimator.architecture import Architecture, ConfigError, RecurrentState
-from calculator.estimator.checkpoint import checkpoint_quantization
+from calculator.estimator.checkpoint import checkpoint_quantization, stored_bytes
 from calculator.estimator.kv_cache import (
     cached_tokens,
     kv_cache_bytes,
@@ -190,6 +190,18 @@ def estimate(request: EstimateRequest) -> EstimateResult:
     return result.model_copy(update={"image_tokens": image_tokens}) if image_tokens else result
 
 
+CHECKPOINT_SOURCE = gettext_noop(
+    "Hugging Face Hub safetensors metadata (tensor elements per dtype); safetensors format "
+    "spec, dtype sizes"
+)
+
+
+def _dtype_summary(request: EstimateRequest) -> str:
+    model = request.model
+    dtypes = model.checkpoint_dtypes if isinstance(model, ConfigModel) else None
+    return ", ".join(sorted(dtypes or {}))
+
+
 LLAMA_CPP_SOURCE = gettext_noop(
     "llama.cpp src/llama-model.cpp, src/llama-kv-cache.cpp, src/llama-context.cpp, "
     "src/llama-quant.cpp (ggml-org/llama.cpp@007dbbf)"
@@ -216,6 +228,7 @@ def vllm_options(request: EstimateRequest) -> VllmOptions:
     settings = request.vllm
     if settings is None or settings.gpu_memory_bytes is None:  # the request validator's job
         raise ValueError("the vllm runtime needs vllm.gpu_memory_bytes")
+    quantization = settings.quantization or _checkpoint_vllm_quantization(request)
     return VllmOptions(
         gpu_memory_bytes=settings.gpu_memory_bytes,
         gpu_memory_utilization=settings.gpu_memory_utilization,
@@ -223,11 +236,33 @@ def vllm_options(request: EstimateRequest) -> VllmOptions:
         max_num_seqs=settings.max_num_seqs,
         max_num_batched_tokens=settings.max_num_batched_tokens,
         kv_cache_dtype=settings.kv_cache_dtype,
-        quantization=settings.quantization or _checkpoint_vllm_quantization(request),
+        quantization=quantization,
         enforce_eager=settings.enforce_eager,
         block_size=settings.block_size,
         tensor_parallel=request.tensor_parallel,
+        checkpoint_bytes=checkpoint_weight_bytes(request, vllm_quantization=quantization),
     )
+
+
+def checkpoint_weight_bytes(
+    request: EstimateRequest, *, vllm_quantization: str | None = None
+) -> int | None:
+    """The checkpoint's stored bytes when they are the weights: a pre-quantized checkpoint (its
+    ``quantization_config`` names a format the estimator models) whose safetensors dtypes are
+    known, run in its own format — the request's precision under transformers, vLLM's
+    ``--quantization`` (default: the checkpoint's) under vLLM. None otherwise, and always for
+    llama.cpp, which loads a GGUF conversion rather than the checkpoint."""
+    model = request.model
+    if not isinstance(model, ConfigModel) or not model.checkpoint_dtypes:
+        return None
+    stored = checkpoint_quantization(model.config)
+    if stored is None or stored.precision is None:
+        return None
+    if request.runtime == "vllm":
+        own = vllm_quantization == stored.vllm
+    else:
+        own = request.runtime == "transformers" and request.precision == stored.precision
+    return stored_bytes(model.checkpoint_dtypes) if own else None
 
 
 def _checkpoint_vllm_quantization(request: EstimateRequest) -> Quantization:
@@ -325,6 +360,18 @@ def _vllm(request: EstimateRequest, arch: Architecture, notes: _Notes) -> Estima
         non_torch=round(started.non_torch / (1 << 30), 2),
         kv_tokens=started.kv_cache_tokens,
     )
+    if options.checkpoint_bytes is not None:
+        notes.add(
+            gettext_noop(
+                "Weights: the checkpoint's own %(bytes)s bytes as its safetensors files store "
+                "them (%(dtypes)s), split over %(tp)s GPU(s), plus the padding and rotary cache "
+                "vLLM adds at load."
+            ),
+            CHECKPOINT_SOURCE,
+            bytes=f"{options.checkpoint_bytes:,}",
+            dtypes=_dtype_summary(request),
+            tp=request.tensor_parallel,
+        )
     context = cuda_context_bytes()
     notes.add(
         gettext_noop("CUDA context and kernels: %(mib)s MiB per GPU."),
@@ -352,6 +399,7 @@ def _vllm(request: EstimateRequest, arch: Architecture, notes: _Notes) -> Estima
         approximate_reason=arch.approximate_reason,
         runtime="vllm",
         vllm=started,
+        checkpoint_weight_bytes=options.checkpoint_bytes,
     )
 
 
@@ -366,13 +414,27 @@ def _inference(
     compute = compute_dtype(precision)
     p = BYTES_PER_ELEMENT[compute]
     quantized = precision not in {"fp32", "fp16", "bf16"}
+    stored = checkpoint_weight_bytes(request)
     weights = weight_bytes(
         arch,
         weight_format=precision,
         other_bytes=p if quantized else BYTES_PER_ELEMENT[precision],
         plan=plan,
+        stored_bytes=stored,
     )
-    if quantized:
+    if stored is not None:
+        notes.add(
+            gettext_noop(
+                "Weights: the checkpoint's own %(bytes)s bytes as its safetensors files store "
+                "them (%(dtypes)s), scales, zero points and layers left unquantized included; "
+                "activations computed in %(compute)s."
+            ),
+            CHECKPOINT_SOURCE,
+            bytes=f"{stored:,}",
+            dtypes=_dtype_summary(request),
+            compute=compute,
+        )
+    elif quantized:
         notes.add(
             gettext_noop(
                 "Weights: %(format)s; embeddings, LM head and norms stay in %(compute)s; "
@@ -474,7 +536,7 @@ def _inference(
         activations=int(layer_peak),
         logits=logits,
     )
-    return _finish(
+    result = _finish(
         request,
         arch,
         peak_parts,
@@ -484,6 +546,7 @@ def _inference(
         training=False,
         layer_kinds=layer_kinds,
     )
+    return result.model_copy(update={"checkpoint_weight_bytes": stored}) if stored else result
 
 
 def cache_by_layer_kind(
