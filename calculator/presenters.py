@@ -134,12 +134,12 @@ def breakdown_rows(
 
 def checkpoint_weights_text(result: EstimateResult) -> str:
     """The weight line of a pre-quantized checkpoint in its own format: its stored bytes."""
-    text = _(
-        "= %(bytes)s bytes: the checkpoint's own tensors as its safetensors files store them, scales, zero points and unquantized layers included."
-    ) % {"bytes": _n(result.checkpoint_weight_bytes or 0)}
-    if result.breakdown.weights != result.checkpoint_weight_bytes:
-        text += " " + _("Per GPU: %(bytes)s bytes.") % {"bytes": _n(result.breakdown.weights)}
-    return str(text)
+    return str(
+        _(
+            "= %(bytes)s bytes as the checkpoint stores them (scales, zero points and unquantized layers included); %(share)s bytes on this GPU."
+        )
+        % {"bytes": _n(result.checkpoint_weight_bytes or 0), "share": _n(result.breakdown.weights)}
+    )
 
 
 def _n(value: float) -> str:

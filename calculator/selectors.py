@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
@@ -144,7 +145,7 @@ class CatalogueSnapshot:
         self.version: str | None = None
         self.gpus: list[GpuSpec] = []
         self.matches: dict[str, PresetMatch] = {}
-        self.descriptions: dict[int, ConfigModel] = {}
+        self.descriptions: dict[tuple[int, Any], ConfigModel] = {}
         self.families: dict[str, list[ModelPreset]] = {}
 
     def refresh(self, version: str) -> CatalogueSnapshot:
@@ -169,10 +170,13 @@ class CatalogueSnapshot:
         return by_slug.get(slug) or by_slug.get(default)
 
     def description(self, preset: ModelPreset) -> ConfigModel:
-        """The preset's model description, shared so its architecture is parsed once."""
-        if preset.pk not in self.descriptions:
-            self.descriptions[preset.pk] = preset_description(preset=preset)
-        return self.descriptions[preset.pk]
+        """The preset's model description, shared so its architecture is parsed once. Keyed by
+        the row's last save too: a Hub import stored during this request (after the version was
+        read) may reuse the id of a row deleted before."""
+        key = (preset.pk, preset.updated_at)
+        if key not in self.descriptions:
+            self.descriptions[key] = preset_description(preset=preset)
+        return self.descriptions[key]
 
     def family(self, preset: ModelPreset) -> list[ModelPreset]:
         """The active presets of the preset's family, largest first."""

@@ -499,7 +499,7 @@ def test_pre_quantized_checkpoint_weighs_its_stored_bytes_on_page_api_and_cli(
     assert api["hub"]["params_stored"] == 879_230_976 + 316_936_192
     assert api["total_bytes"] == cli["total_bytes"]  # same defaults (the page has its own)
     html = client.get("/", {"model": AWQ_COPY, "precision": "int4"}).content.decode()
-    assert "4,150,796,288 bytes: the checkpoint&#x27;s own tensors" in html
+    assert "= 4,150,796,288 bytes as the checkpoint stores them" in html
 
 
 def test_stored_bytes_apply_only_in_the_checkpoints_own_format(client, hub):
