@@ -29,7 +29,7 @@ from calculator.estimator.speed import SpeedResult
 from calculator.forms import DEFAULTS, CalculatorForm
 from calculator.hub import HubError, hub_preset, stored_weight_bytes
 from calculator.models import GpuSpec, ModelPreset, PresetOrigin
-from calculator.selectors import gpu_list, preset_resolve
+from calculator.selectors import gpu_list, preset_description, preset_resolve
 
 api = NinjaAPI(
     title="LLM GPU memory calculator API",
@@ -254,7 +254,7 @@ def _resolve(
         preset = hub_preset(
             text=payload.model.hub, catalogue=lambda text: preset_resolve(text=text).preset
         )
-        model: dict[str, Any] = {"config": preset.config}
+        model: dict[str, Any] | ConfigModel = preset_description(preset=preset)
     elif isinstance(payload.model, PresetModel):
         match = preset_resolve(text=payload.model.preset)
         if match.preset is None:
@@ -262,7 +262,7 @@ def _resolve(
             hint = f" Closest: {names}." if names else ""
             raise HttpError(404, f"No preset matches {payload.model.preset!r}.{hint}")
         preset = match.preset
-        model = {"config": preset.config}
+        model = preset_description(preset=preset)
     else:
         model = payload.model.model_dump(exclude_none=True)
     return EstimateRequest.model_validate({**fields, "model": model}), preset

@@ -43,6 +43,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, validate_repo_id
 
 from calculator.estimator import Architecture, ConfigError
+from calculator.estimator.checkpoint import stored_bytes
 from calculator.models import ModelAlias, ModelPreset, PresetOrigin, Quantization
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -285,18 +286,9 @@ def _stored_counts_from_headers(
         return {}
 
 
-# Bytes per element of the safetensors dtypes (safetensors format spec, "dtype").
-DTYPE_BYTES = {
-    "F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
-    "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1,
-}  # fmt: skip
-
-
 def stored_weight_bytes(dtypes: Mapping[str, int]) -> int | None:
     """What the checkpoint's tensors occupy as stored: elements × bytes of their dtype."""
-    if not dtypes or any(dtype not in DTYPE_BYTES for dtype in dtypes):
-        return None
-    return sum(count * DTYPE_BYTES[dtype] for dtype, count in dtypes.items())
+    return stored_bytes(dtypes)
 
 
 def _quantization(config: Mapping[str, Any]) -> str:

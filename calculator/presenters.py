@@ -110,7 +110,9 @@ def breakdown_rows(
             continue
         explanation = str(EXPLANATIONS[key])
         runtime_text = RUNTIME_EXPLANATIONS.get((result.runtime, key))
-        if runtime_text is not None:
+        if key == "weights" and result.checkpoint_weight_bytes is not None:
+            explanation = f"{runtime_text or explanation} {checkpoint_weights_text(result)}"
+        elif runtime_text is not None:
             explanation = str(runtime_text)
         elif request is not None and arch is not None:
             plugged = formula(key, request, result, arch)
@@ -128,6 +130,16 @@ def breakdown_rows(
             )
         )
     return rows
+
+
+def checkpoint_weights_text(result: EstimateResult) -> str:
+    """The weight line of a pre-quantized checkpoint in its own format: its stored bytes."""
+    return str(
+        _(
+            "= %(bytes)s bytes as the checkpoint stores them (scales, zero points and unquantized layers included); %(share)s bytes on this GPU."
+        )
+        % {"bytes": _n(result.checkpoint_weight_bytes or 0), "share": _n(result.breakdown.weights)}
+    )
 
 
 def _n(value: float) -> str:

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from calculator.estimator import (
+    Architecture,
     ConfigModel,
     CustomModel,
     EstimateRequest,
@@ -28,6 +29,7 @@ from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
 from calculator.estimator.speed import GpuPerformance, estimate_speed
 from calculator.models import DEFAULT_USABLE_FRACTION, ModelPreset
 from calculator.presenters import cached_estimate, largest_fitting, runtime_fits
+from calculator.selectors import preset_description
 
 TIERS_GB = (16, 24, 48, 80, 96, 128, 160, 192, 256, 320, 384, 512)
 PRECISIONS_BY_MODE = {
@@ -161,7 +163,7 @@ def fits(workload: Workload, result: EstimateResult, usable_bytes: int) -> bool:
 
 def _descriptions(presets: list[ModelPreset]) -> dict[int, ConfigModel]:
     """One model description per preset, so each config is parsed once for all precisions."""
-    return {preset.pk: ConfigModel(config=preset.config) for preset in presets}
+    return {preset.pk: preset_description(preset=preset) for preset in presets}
 
 
 def tier_usable_bytes(gb: float) -> int:
@@ -169,47 +171,24 @@ def tier_usable_bytes(gb: float) -> int:
     return int(Decimal(gb) * (1 << 30) * DEFAULT_USABLE_FRACTION)
 
 
-def _synthetic(params_billion: float) -> dict[str, Any]:
+def reference_model(params_billion: float) -> dict[str, Any]:
+    """The model of ``params_billion`` the headline search tries: the estimator's custom shape
+    with 8 KV heads, whose tensors add up to the size under every runtime."""
     return {"params_billion": params_billion, "num_kv_heads": TIER_KV_HEADS}
 
 
-def reference_shape(params_billion: float) -> dict[str, Any]:
-    """The reference model as explicit tensor shapes, for the runtimes that size weights from
-    shapes (llama.cpp's per-tensor GGUF types, vLLM's sharded linears), where a size alone would
-    leave part of the parameters without a tensor: 128-wide heads with 8 KV heads, width
-    128 × depth in steps of 1024 (Llama 3 8B: 32 layers of 4096), and the MLP width that brings
-    the count to ``params_billion`` in steps of 256 — every row a whole number of 256-element
-    K-quant blocks, as in published models."""
-    params = params_billion * 1e9
-    layers = max(1, round((params / (12 * 128 * 128)) ** (1 / 3)))
-    hidden = max(1024, round(128 * layers / 1024) * 1024)
-    vocab = 32_000  # the estimator's default, as in the transformers reference
-    attention = 2 * hidden * hidden + 2 * hidden * TIER_KV_HEADS * 128
-    per_layer = (params - 2 * vocab * hidden) / layers - attention - 2 * hidden
-    intermediate = max(256, round(per_layer / (3 * hidden) / 256) * 256)
-    return {
-        "num_layers": layers,
-        "hidden_size": hidden,
-        "num_attention_heads": hidden // 128,
-        "num_kv_heads": TIER_KV_HEADS,
-        "intermediate_size": intermediate,
-        "vocab_size": vocab,
-    }
-
-
-def reference_model(workload: Workload, params_billion: float) -> dict[str, Any]:
-    """The model of ``params_billion`` the headline search tries under this runtime."""
-    if workload.runtime == "transformers":
-        return _synthetic(params_billion)
-    return reference_shape(params_billion)
+def _reference_shape(params_billion: float) -> Architecture:
+    return resolve_architecture(CustomModel.model_validate(reference_model(params_billion)))
 
 
 def reference_params_billion(workload: Workload, params_billion: float) -> float:
-    """The size the reference model of ``params_billion`` really has (its tensors' count)."""
-    if workload.runtime == "transformers":
+    """The size the reference model of ``params_billion`` really has: the stated size, except
+    under llama.cpp, which loads only the shape's tensors (their count is within 256 MLP
+    columns of it)."""
+    if workload.runtime != "llama_cpp":
         return params_billion
-    model = CustomModel.model_validate(reference_shape(params_billion))
-    return resolve_architecture(model).params_total / 1e9
+    shape = _reference_shape(params_billion).model_copy(update={"params_override": None})
+    return shape.params_total / 1e9
 
 
 def room_bytes(result: EstimateResult, usable_bytes: int) -> int:
@@ -234,21 +213,23 @@ def params_fit(
 def _probe(
     workload: Workload, precision: str, params_billion: float, usable_bytes: int
 ) -> tuple[bool, int]:
-    model = reference_model(workload, params_billion)
+    model = reference_model(params_billion)
     request = workload.request(model, precision, usable_bytes=usable_bytes)
     result = cached_estimate(request)
     return fits(workload, result, usable_bytes), room_bytes(result, usable_bytes)
 
 
 def _neighbours(workload: Workload, low: float, high: float) -> bool:
-    """Whether no reference model lies strictly between the sizes ``low`` and ``high`` (shapes
-    come in steps of 256 MLP columns, so the search can stop there)."""
-    if workload.runtime == "transformers":
+    """Whether no llama.cpp reference model lies strictly between the sizes ``low`` and
+    ``high``: llama.cpp loads only the shape's tensors, which come in steps of 256 MLP columns,
+    so the search can stop there."""
+    if workload.runtime != "llama_cpp":
         return False
-    smaller, larger = reference_shape(low), reference_shape(high)
-    return all(smaller[key] == larger[key] for key in ("num_layers", "hidden_size")) and (
-        larger["intermediate_size"] - smaller["intermediate_size"] <= 256
-    )
+    smaller, larger = _reference_shape(low), _reference_shape(high)
+    return (smaller.num_layers, smaller.hidden_size) == (
+        larger.num_layers,
+        larger.hidden_size,
+    ) and (larger.intermediate_size - smaller.intermediate_size <= 256)
 
 
 def largest_params_billion(workload: Workload, precision: str, usable_bytes: int) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
@@ -71,6 +72,22 @@ def preset_suggest(*, text: str, limit: int = 8) -> list[ModelPreset]:
     return [presets[pid] for pid in best if pid in presets]
 
 
+def preset_description(*, preset: ModelPreset) -> ConfigModel:
+    """The estimator's description of a preset: its config.json and, for a checkpoint whose
+    safetensors dtypes were read from the Hub, those element counts (so a pre-quantized
+    checkpoint in its own format weighs exactly what it stores). Counts an admin edited into
+    something other than whole non-negative numbers are left out rather than guessed."""
+    dtypes = preset.hub_dtypes if isinstance(preset.hub_dtypes, dict) else {}
+    valid = all(
+        isinstance(count, int) and not isinstance(count, bool) and count >= 0
+        for count in dtypes.values()
+    )
+    return ConfigModel(
+        config=preset.config,
+        checkpoint_dtypes={str(k): int(v) for k, v in dtypes.items()} if dtypes and valid else None,
+    )
+
+
 def gpu_list() -> QuerySet[GpuSpec]:
     return GpuSpec.objects.filter(active=True).order_by("-memory_gb", "name")
 
@@ -128,7 +145,7 @@ class CatalogueSnapshot:
         self.version: str | None = None
         self.gpus: list[GpuSpec] = []
         self.matches: dict[str, PresetMatch] = {}
-        self.descriptions: dict[int, ConfigModel] = {}
+        self.descriptions: dict[tuple[int, Any], ConfigModel] = {}
         self.families: dict[str, list[ModelPreset]] = {}
 
     def refresh(self, version: str) -> CatalogueSnapshot:
@@ -153,10 +170,13 @@ class CatalogueSnapshot:
         return by_slug.get(slug) or by_slug.get(default)
 
     def description(self, preset: ModelPreset) -> ConfigModel:
-        """The preset's model description, shared so its architecture is parsed once."""
-        if preset.pk not in self.descriptions:
-            self.descriptions[preset.pk] = ConfigModel(config=preset.config)
-        return self.descriptions[preset.pk]
+        """The preset's model description, shared so its architecture is parsed once. Keyed by
+        the row's last save too: a Hub import stored during this request (after the version was
+        read) may reuse the id of a row deleted before."""
+        key = (preset.pk, preset.updated_at)
+        if key not in self.descriptions:
+            self.descriptions[key] = preset_description(preset=preset)
+        return self.descriptions[key]
 
     def family(self, preset: ModelPreset) -> list[ModelPreset]:
         """The active presets of the preset's family, largest first."""

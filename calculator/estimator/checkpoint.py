@@ -12,6 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# Bytes per element of the safetensors dtypes (safetensors format spec, "dtype").
+SAFETENSORS_DTYPE_BYTES = {
+    "F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
+    "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1,
+}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class CheckpointQuantization:
@@ -65,3 +71,12 @@ def checkpoint_quantization(config: Mapping[str, Any]) -> CheckpointQuantization
             return CheckpointQuantization(method, 4, "int4", "gptq")
         return CheckpointQuantization(method, num_bits, None, "none")
     return CheckpointQuantization(method or "unknown", bits, None, "none")
+
+
+def stored_bytes(dtypes: Mapping[str, int]) -> int | None:
+    """What a checkpoint's tensors occupy as stored: elements × bytes of their safetensors dtype
+    (packed int32 words, scales and zero points, layers left unquantized, all as they are).
+    None when there is nothing to count or a dtype is unknown."""
+    if not dtypes or any(dtype not in SAFETENSORS_DTYPE_BYTES for dtype in dtypes):
+        return None
+    return sum(count * SAFETENSORS_DTYPE_BYTES[dtype] for dtype, count in dtypes.items())

@@ -8,7 +8,7 @@ from typing import cast
 
 from calculator.estimator import activations as act
 from calculator.estimator.architecture import Architecture, ConfigError, RecurrentState
-from calculator.estimator.checkpoint import checkpoint_quantization
+from calculator.estimator.checkpoint import checkpoint_quantization, stored_bytes
 from calculator.estimator.kv_cache import (
     cached_tokens,
     kv_cache_bytes,
@@ -80,21 +80,28 @@ def architecture_from_custom(model: CustomModel) -> Architecture:
 
     Missing depth and width come from the dense-transformer count ``params ≈ 12 · L · h²``
     (Kaplan et al. 2020, arXiv:2001.08361 §2.1) with Llama 2's aspect ratio ``h / L = 128``
-    (Touvron et al. 2023, arXiv:2307.09288, Table 1: 4096/32, 5120/40).
+    (Touvron et al. 2023, arXiv:2307.09288, Table 1: 4096/32, 5120/40); the width is a whole
+    number of 128-wide heads per KV group and of 256-element blocks, as in published models (and
+    as GGUF K-quants need). ``12 · L · h²`` counts full multi-head attention and no embeddings,
+    so with grouped KV heads it falls about a sixth short; the MLP width (or, when that is given,
+    the depth) is therefore solved from the shape's own tensor count, so that the tensors —
+    what llama.cpp and vLLM load — add up to the stated size, to within 256 MLP columns (or one
+    layer). The stated size stays the parameter count.
     """
     params = model.params_billion * 1e9 if model.params_billion else None
     layers, hidden = model.num_layers, model.hidden_size
+    kv_heads = model.num_kv_heads
+    heads = model.num_attention_heads
+    step = math.lcm(256, 128 * (kv_heads or 1)) if heads is None else 256
     if layers is None or hidden is None:
         assert params is not None
         if hidden is not None:
             layers = max(1, round(params / (12 * hidden * hidden)))
         elif layers is not None:
-            hidden = max(64, round(math.sqrt(params / (12 * layers)) / 64) * 64)
+            hidden = max(step, round(math.sqrt(params / (12 * layers)) / step) * step)
         else:
             layers = max(1, round((params / (12 * 128 * 128)) ** (1 / 3)))
-            hidden = max(128, round(128 * layers / 128) * 128)
-    kv_heads = model.num_kv_heads
-    heads = model.num_attention_heads
+            hidden = max(step, round(128 * layers / step) * step)
     if heads is None:
         # 128-wide heads, rounded to a multiple of the KV heads when those are given.
         group = kv_heads or 1
@@ -103,25 +110,40 @@ def architecture_from_custom(model: CustomModel) -> Architecture:
     kv_heads = kv_heads or heads
     if heads % kv_heads:
         raise ConfigError("num_attention_heads must be a multiple of num_kv_heads.", "num_kv_heads")
-    intermediate = model.intermediate_size or max(256, round(hidden * 8 / 3 / 256) * 256)
     experts = model.num_experts or 0
-    return Architecture(
-        model_type="custom",
-        vocab_size=model.vocab_size or 32_000,
-        hidden_size=hidden,
-        num_layers=layers,
-        num_attention_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        v_head_dim=head_dim,
-        intermediate_size=intermediate,
-        tie_word_embeddings=model.tie_word_embeddings,
-        num_experts=experts,
-        experts_per_token=model.experts_per_token or 0,
-        moe_intermediate_size=intermediate if experts else 0,
-        moe_layers=tuple(range(layers)) if experts else (),
-        params_override=int(params) if params else None,
-    )
+
+    def shape(intermediate: int, depth: int) -> Architecture:
+        return Architecture(
+            model_type="custom",
+            vocab_size=model.vocab_size or 32_000,
+            hidden_size=hidden,
+            num_layers=depth,
+            num_attention_heads=heads,
+            num_kv_heads=kv_heads,
+            head_dim=head_dim,
+            v_head_dim=head_dim,
+            intermediate_size=intermediate,
+            tie_word_embeddings=model.tie_word_embeddings,
+            num_experts=experts,
+            experts_per_token=model.experts_per_token or 0,
+            moe_intermediate_size=intermediate if experts else 0,
+            moe_layers=tuple(range(depth)) if experts else (),
+        )
+
+    intermediate = model.intermediate_size
+    if intermediate is None:
+        intermediate = max(256, round(hidden * 8 / 3 / 256) * 256)
+        if params is not None:
+            # The count is linear in the MLP width: solve for it in steps of 256 columns.
+            low = shape(256, layers).params_total
+            per_step = shape(512, layers).params_total - low
+            intermediate = 256 * max(1, 1 + round((params - low) / per_step))
+    elif params is not None and model.num_layers is None:
+        # The count is linear in the depth: solve for it.
+        one = shape(intermediate, 1).params_total
+        layers = max(1, 1 + round((params - one) / (shape(intermediate, 2).params_total - one)))
+    arch = shape(intermediate, layers)
+    return arch.model_copy(update={"params_override": int(params)}) if params else arch
 
 
 @dataclass
@@ -190,6 +212,23 @@ def estimate(request: EstimateRequest) -> EstimateResult:
     return result.model_copy(update={"image_tokens": image_tokens}) if image_tokens else result
 
 
+CHECKPOINT_SOURCE = (
+    "Hugging Face Hub safetensors metadata (tensor elements per dtype); safetensors format "
+    "spec (dtype sizes)"
+)
+CHECKPOINT_NOTE = gettext_noop(
+    "Weights: the checkpoint's own %(bytes)s bytes as its safetensors files store them "
+    "(%(dtypes)s), scales, zero points and layers left unquantized included, split over "
+    "%(tp)s GPU(s)."
+)
+
+
+def _dtype_summary(request: EstimateRequest) -> str:
+    model = request.model
+    dtypes = model.checkpoint_dtypes if isinstance(model, ConfigModel) else None
+    return ", ".join(sorted(dtypes or {}))
+
+
 LLAMA_CPP_SOURCE = gettext_noop(
     "llama.cpp src/llama-model.cpp, src/llama-kv-cache.cpp, src/llama-context.cpp, "
     "src/llama-quant.cpp (ggml-org/llama.cpp@007dbbf)"
@@ -216,6 +255,7 @@ def vllm_options(request: EstimateRequest) -> VllmOptions:
     settings = request.vllm
     if settings is None or settings.gpu_memory_bytes is None:  # the request validator's job
         raise ValueError("the vllm runtime needs vllm.gpu_memory_bytes")
+    quantization = settings.quantization or _checkpoint_vllm_quantization(request)
     return VllmOptions(
         gpu_memory_bytes=settings.gpu_memory_bytes,
         gpu_memory_utilization=settings.gpu_memory_utilization,
@@ -223,11 +263,33 @@ def vllm_options(request: EstimateRequest) -> VllmOptions:
         max_num_seqs=settings.max_num_seqs,
         max_num_batched_tokens=settings.max_num_batched_tokens,
         kv_cache_dtype=settings.kv_cache_dtype,
-        quantization=settings.quantization or _checkpoint_vllm_quantization(request),
+        quantization=quantization,
         enforce_eager=settings.enforce_eager,
         block_size=settings.block_size,
         tensor_parallel=request.tensor_parallel,
+        checkpoint_bytes=checkpoint_weight_bytes(request, vllm_quantization=quantization),
     )
+
+
+def checkpoint_weight_bytes(
+    request: EstimateRequest, *, vllm_quantization: str | None = None
+) -> int | None:
+    """The checkpoint's stored bytes when they are the weights: a pre-quantized checkpoint (its
+    ``quantization_config`` names a format the estimator models) whose safetensors dtypes are
+    known, run in its own format — the request's precision under transformers, vLLM's
+    ``--quantization`` (default: the checkpoint's) under vLLM. None otherwise, and always for
+    llama.cpp, which loads a GGUF conversion rather than the checkpoint."""
+    model = request.model
+    if not isinstance(model, ConfigModel) or not model.checkpoint_dtypes:
+        return None
+    stored = checkpoint_quantization(model.config)
+    if stored is None or stored.precision is None:
+        return None
+    if request.runtime == "vllm":
+        own = vllm_quantization == stored.vllm
+    else:
+        own = request.runtime == "transformers" and request.precision == stored.precision
+    return stored_bytes(model.checkpoint_dtypes) if own else None
 
 
 def _checkpoint_vllm_quantization(request: EstimateRequest) -> Quantization:
@@ -325,6 +387,14 @@ def _vllm(request: EstimateRequest, arch: Architecture, notes: _Notes) -> Estima
         non_torch=round(started.non_torch / (1 << 30), 2),
         kv_tokens=started.kv_cache_tokens,
     )
+    if options.checkpoint_bytes is not None:
+        notes.add(
+            CHECKPOINT_NOTE,
+            CHECKPOINT_SOURCE,
+            bytes=f"{options.checkpoint_bytes:,}",
+            dtypes=_dtype_summary(request),
+            tp=request.tensor_parallel,
+        )
     context = cuda_context_bytes()
     notes.add(
         gettext_noop("CUDA context and kernels: %(mib)s MiB per GPU."),
@@ -352,6 +422,7 @@ def _vllm(request: EstimateRequest, arch: Architecture, notes: _Notes) -> Estima
         approximate_reason=arch.approximate_reason,
         runtime="vllm",
         vllm=started,
+        checkpoint_weight_bytes=options.checkpoint_bytes,
     )
 
 
@@ -366,13 +437,23 @@ def _inference(
     compute = compute_dtype(precision)
     p = BYTES_PER_ELEMENT[compute]
     quantized = precision not in {"fp32", "fp16", "bf16"}
+    stored = checkpoint_weight_bytes(request)
     weights = weight_bytes(
         arch,
         weight_format=precision,
         other_bytes=p if quantized else BYTES_PER_ELEMENT[precision],
         plan=plan,
+        stored_bytes=stored,
     )
-    if quantized:
+    if stored is not None:
+        notes.add(
+            CHECKPOINT_NOTE,
+            CHECKPOINT_SOURCE,
+            bytes=f"{stored:,}",
+            dtypes=_dtype_summary(request),
+            tp=plan.tp * plan.parameter_shards,
+        )
+    elif quantized:
         notes.add(
             gettext_noop(
                 "Weights: %(format)s; embeddings, LM head and norms stay in %(compute)s; "
@@ -474,7 +555,7 @@ def _inference(
         activations=int(layer_peak),
         logits=logits,
     )
-    return _finish(
+    result = _finish(
         request,
         arch,
         peak_parts,
@@ -484,6 +565,7 @@ def _inference(
         training=False,
         layer_kinds=layer_kinds,
     )
+    return result.model_copy(update={"checkpoint_weight_bytes": stored}) if stored else result
 
 
 def cache_by_layer_kind(

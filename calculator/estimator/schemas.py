@@ -80,6 +80,19 @@ class ConfigModel(_ModelDescription):
     """A Hugging Face ``config.json``, as published."""
 
     config: dict[str, Any] = Field(description="The model's config.json object.")
+    checkpoint_dtypes: dict[str, int] | None = Field(
+        default=None,
+        description="Tensor elements per safetensors dtype of the published checkpoint (the "
+        'Hub\'s safetensors metadata, e.g. {"I32": …, "F16": …}). A pre-quantized '
+        "checkpoint estimated in its own format then takes exactly these bytes as its weights.",
+    )
+
+    @field_validator("checkpoint_dtypes")
+    @classmethod
+    def _counts_not_negative(cls, value: dict[str, int] | None) -> dict[str, int] | None:
+        if value is not None and any(count < 0 for count in value.values()):
+            raise ValueError("element counts cannot be negative")
+        return value
 
 
 class CustomModel(_ModelDescription):
@@ -442,6 +455,12 @@ class EstimateResult(_Frozen):
         default=0, description="Tokens the request's images add to each sequence (VLMs)."
     )
     runtime: Runtime = "transformers"
+    checkpoint_weight_bytes: int | None = Field(
+        default=None,
+        description="When the weights are the published checkpoint's own bytes (a pre-quantized "
+        "checkpoint in its own format, with the model's checkpoint_dtypes): what all its tensors "
+        "occupy as stored, scales and zero points included; the weights per GPU are its share.",
+    )
     host_bytes: int = Field(
         default=0,
         description="CPU RAM the run needs besides the GPU, per GPU: llama.cpp layers and "

@@ -16,7 +16,12 @@ class WeightBytes:
 
 
 def weight_bytes(
-    arch: Architecture, *, weight_format: str, other_bytes: float, plan: Plan
+    arch: Architecture,
+    *,
+    weight_format: str,
+    other_bytes: float,
+    plan: Plan,
+    stored_bytes: int | None = None,
 ) -> WeightBytes:
     """Parameters × bytes per element, per GPU.
 
@@ -26,6 +31,10 @@ def weight_bytes(
     zero points are reported separately as quantization overhead. Tensor parallelism splits the
     linears, the embedding and the LM head ``tp`` ways (Megatron-LM §3); ZeRO-3 shards them
     all ``dp`` ways.
+
+    ``stored_bytes``, a pre-quantized checkpoint's own size as stored (every tensor with its
+    scales and zero points, layers left unquantized included), replaces the estimate: it is split
+    the same way, its norms replicated, and has no separate overhead.
     """
     fmt = WEIGHT_FORMATS[weight_format]
     total = arch.params_total
@@ -37,6 +46,11 @@ def weight_bytes(
         other,
         arch.num_layers * (arch.pre_norms_per_layer + arch.post_norms_per_layer) * arch.hidden_size,
     )
+    if stored_bytes is not None:
+        replicated = norms * other_bytes
+        sharded = max(stored_bytes - replicated, 0)
+        data = sharded / split + replicated / plan.parameter_shards
+        return WeightBytes(data=int(data), quantization_overhead=0)
     # Norms are replicated under tensor parallelism; embeddings, LM head and biases are split.
     other_split = (other - norms) / split + norms / plan.parameter_shards
     data = linear * fmt.data_bytes / split + other_split * other_bytes

@@ -19,29 +19,35 @@ def honest_budget_for_peak(gb: int) -> float:
 
 
 def test_80gb_fp16_cell_by_hand():
-    # Hand calculation for a ~39B custom model at 4096 tokens, batch 1, BF16 KV cache:
-    # depth from params ≈ 12·L·h² with h = 128·L: L = round((39e9 / 196608)^(1/3)) = 58,
-    # hidden 7424; heads = 7424/128 = 58 rounded to a multiple of the 8 KV heads = 56, so
-    # head_dim = 7424 // 56 = 132.
-    # KV cache: 2 × 58 layers × 8 heads × 132 × 2 bytes × 4096 tokens = 1,003,487,232 B.
-    # Working set of one layer (MLP, intermediate = 7424·8/3 rounded to 256 = 19712):
-    #   3 × 4096 × 19712 × 2 B = 484,442,112 B, plus the residual stream and normalised input
-    #   (2 + 2) × 7424 × 4096 = 121,634,816 B.
+    # Hand calculation for a ~39B custom model with 8 KV heads at 4096 tokens, batch 1, BF16 KV
+    # cache: depth from params ≈ 12·L·h² with h ≈ 128·L: L = round((39e9 / 196608)^(1/3)) = 58;
+    # width 128 × 58 = 7424 rounded to whole 128-wide heads per 8-head KV group (steps of
+    # 1024) = 7168, so 56 heads of 128.
+    # KV cache: 2 × 58 layers × 8 heads × 128 × 2 bytes × 4096 tokens = 973,078,528 B.
+    # MLP width: the tensors outside the MLP are 2 × 32000 × 7168 (embedding, LM head)
+    # + 58 × (2 × 7168² + 2 × 7168 × 1024 + 2 × 7168) + 7168 = 7,271,140,352; each MLP column
+    # adds 58 × 3 × 7168 = 1,247,232, so ~38.9B needs (38.9e9 − 7.27e9) / 1,247,232 / 256
+    # = 99.1 → 99 steps of 256 = 25344 columns.
+    # Working set of one layer: 3 × 4096 × 25344 × 2 B = 622,854,144 B, plus the residual
+    # stream and normalised input (2 + 2) × 7168 × 4096 = 117,440,512 B.
     # Logits of the last position: 32000 × 2 B = 64,000 B.
     budget = honest_budget_for_peak(80)
-    weights = budget - 1_003_487_232 - 484_442_112 - 121_634_816 - 64_000
+    weights = budget - 973_078_528 - 622_854_144 - 117_440_512 - 64_000
     expected_billion = weights / 2 / 1e9  # 2 bytes per parameter at FP16/BF16
-    assert expected_billion == pytest.approx(38.97, abs=0.01)
+    assert expected_billion == pytest.approx(38.92, abs=0.01)
     workload = reverse.Workload(mode="inference", seq_len=4096, batch_size=1)
     honest = reverse.largest_params_billion(workload, "bf16", reverse.tier_usable_bytes(80))
     assert honest == pytest.approx(expected_billion, rel=0.01)
 
 
 def test_16gb_fp16_cell_by_hand():
-    # ~7.1B: L = round((7.1e9 / 196608)^(1/3)) = 33, hidden 4224, heads 32, head_dim 132.
-    # KV: 2 × 33 × 8 × 132 × 2 B × 4096 = 570,949,632 B. MLP (intermediate 11264):
-    # 3 × 4096 × 11264 × 2 = 276,824,064 B; stream 4 × 4224 × 4096 = 69,206,016 B; logits 64,000 B.
-    weights = honest_budget_for_peak(16) - 570_949_632 - 276_824_064 - 69_206_016 - 64_000
+    # ~7.1B: L = round((7.1e9 / 196608)^(1/3)) = 33, width 128 × 33 = 4224 in steps of 1024
+    # = 4096, 32 heads of 128. KV: 2 × 33 × 8 × 128 × 2 B × 4096 = 553,648,128 B. MLP width:
+    # outside the MLP 2 × 32000 × 4096 + 33 × (2 × 4096² + 2 × 4096 × 1024 + 2 × 4096) + 4096
+    # = 1,646,538,752; (7.07e9 − 1.65e9) / (33 × 3 × 4096) / 256 = 52.2 → 13312 columns:
+    # 3 × 4096 × 13312 × 2 = 327,155,712 B; stream 4 × 4096 × 4096 = 67,108,864 B; logits
+    # 64,000 B.
+    weights = honest_budget_for_peak(16) - 553_648_128 - 327_155_712 - 67_108_864 - 64_000
     expected_billion = weights / 2 / 1e9
     workload = reverse.Workload(mode="inference", seq_len=4096, batch_size=1)
     honest = reverse.largest_params_billion(workload, "bf16", reverse.tier_usable_bytes(16))

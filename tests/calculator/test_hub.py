@@ -419,3 +419,97 @@ def test_a_withdrawn_import_is_not_fetched_again(client, hub):
     assert response.status_code == 404
     assert "withdrawn" in response.json()["errors"][0]["message"]
     assert len(hub.requests) == seen
+
+
+# --- a pre-quantized checkpoint weighs what it stores ----------------------------------------
+
+AWQ_COPY = "standin/mistral-7b-awq-copy"
+# The quantization_config TheBloke/zephyr-7B-alpha-AWQ publishes (a Mistral 7B fine-tune), as
+# transformers' AWQ guide quotes it (docs/source/en/quantization/awq.md).
+AWQ_QUANTIZATION = {
+    "quant_method": "awq",
+    "zero_point": True,
+    "group_size": 128,
+    "bits": 4,
+    "version": "gemm",
+}
+
+
+def mistral_7b_awq_config() -> dict:
+    """mistralai/Mistral-7B-v0.1's published config.json (presets/models/mistral.json) with the
+    AWQ quantization_config above."""
+    data = json.loads((ROOT / "presets/models/mistral.json").read_text())
+    config = next(e["config"] for e in data["presets"] if e["slug"] == "mistral-7b-v0.1")
+    return {**config, "quantization_config": AWQ_QUANTIZATION}
+
+
+def mistral_7b_awq_dtypes() -> dict[str, int]:
+    """The safetensors summary of that checkpoint, by hand from the config's shapes and the AWQ
+    GEMM layout (vLLM awq.py create_weights: qweight int32 [in, out / 8], qzeros int32
+    [in / 128, out / 8], scales fp16 [in / 128, out]); embeddings, LM head and norms in fp16.
+    Per layer, in × out over q 4096², k and v 4096 × 1024, o 4096², gate and up 4096 × 14336,
+    down 14336 × 4096: 4096 × 38912 + 14336 × 4096 = 218,103,808."""
+    per_layer = 4096 * (4096 + 1024 + 1024 + 4096 + 14336 + 14336) + 14336 * 4096
+    assert per_layer == 218_103_808
+    int32 = 32 * (per_layer // 8 + per_layer // 128 // 8)  # qweight + qzeros
+    fp16 = 32 * (per_layer // 128) + 2 * 32000 * 4096 + 32 * 2 * 4096 + 4096
+    assert (int32, fp16) == (879_230_976, 316_936_192)
+    return {"I32": int32, "F16": fp16}
+
+
+# 879,230,976 × 4 bytes + 316,936,192 × 2 bytes (safetensors dtype sizes).
+MISTRAL_7B_AWQ_BYTES = 4_150_796_288
+# Mistral 7B's logical parameter count: 32 × (2 × 4096² + 2 × 4096 × 1024 + 3 × 4096 × 14336
+# + 2 × 4096) + 2 × 32000 × 4096 + 4096.
+MISTRAL_7B_PARAMS = 7_241_732_096
+
+
+def serve_mistral_awq(hub) -> Repo:
+    config = json.dumps(mistral_7b_awq_config()).encode()
+    return hub.add(
+        AWQ_COPY, Repo(files={"config.json": config}, safetensors=mistral_7b_awq_dtypes())
+    )
+
+
+def test_awq_hand_calculation():
+    dtypes = mistral_7b_awq_dtypes()
+    assert 4 * dtypes["I32"] + 2 * dtypes["F16"] == MISTRAL_7B_AWQ_BYTES
+    per_layer = 2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    assert 32 * per_layer + 2 * 32000 * 4096 + 4096 == MISTRAL_7B_PARAMS
+
+
+def test_pre_quantized_checkpoint_weighs_its_stored_bytes_on_page_api_and_cli(
+    client, hub, tmp_path
+):
+    serve_mistral_awq(hub)
+    page = client.get("/", {"model": AWQ_COPY, "precision": "int4", "format": "json"}).json()
+    api = post(client, {"model": {"hub": AWQ_COPY}, "precision": "int4"}).json()
+    path = Path(tmp_path) / "request.json"
+    path.write_text(json.dumps({"model": {"hub": AWQ_COPY}, "precision": "int4"}))
+    out = io.StringIO()
+    call_command("estimate", "--json", str(path), stdout=out)
+    cli = json.loads(out.getvalue())
+    for body in (page, api, cli):
+        assert body["breakdown"]["weights"] == MISTRAL_7B_AWQ_BYTES
+        assert body["breakdown"]["quantization_overhead"] == 0  # the scales are in the bytes
+        assert body["checkpoint_weight_bytes"] == MISTRAL_7B_AWQ_BYTES
+        # The packed elements (1.2 B) are not the model's parameters.
+        assert body["params_total"] == MISTRAL_7B_PARAMS
+    assert api["hub"]["stored_weight_bytes"] == MISTRAL_7B_AWQ_BYTES
+    assert api["hub"]["params_stored"] == 879_230_976 + 316_936_192
+    assert api["total_bytes"] == cli["total_bytes"]  # same defaults (the page has its own)
+    html = client.get("/", {"model": AWQ_COPY, "precision": "int4"}).content.decode()
+    assert "= 4,150,796,288 bytes as the checkpoint stores them" in html
+
+
+def test_stored_bytes_apply_only_in_the_checkpoints_own_format(client, hub):
+    serve_mistral_awq(hub)
+    body = post(client, {"model": {"hub": AWQ_COPY}, "precision": "bf16"}).json()
+    assert body["checkpoint_weight_bytes"] is None
+    assert body["breakdown"]["weights"] == 2 * MISTRAL_7B_PARAMS
+    # vLLM reads the checkpoint's format unless told otherwise: the stored bytes, plus the
+    # rotary cos/sin cache vLLM keeps (32768 positions × 128 × 2 bytes); the vocabulary (32000)
+    # is already a multiple of 64.
+    served = post(client, {"model": {"hub": AWQ_COPY}, "runtime": "vllm", "gpu": "h100-sxm-80gb"})
+    assert served.status_code == 200, served.content
+    assert served.json()["breakdown"]["weights"] == MISTRAL_7B_AWQ_BYTES + 32768 * 128 * 2

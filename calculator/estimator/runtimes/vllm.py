@@ -105,6 +105,12 @@ class VllmOptions(_Frozen):
     enforce_eager: bool = False
     block_size: int = Field(default=16, ge=1, le=1024)
     tensor_parallel: int = Field(default=1, ge=1, le=1024)
+    checkpoint_bytes: int | None = Field(
+        default=None,
+        ge=0,
+        description="What the checkpoint's tensors occupy as stored, when vLLM loads them in "
+        "their own format: the weights are then these bytes, not the format's estimate.",
+    )
 
 
 class VllmResult(_Frozen):
@@ -164,7 +170,9 @@ def weights_bytes(arch: Architecture, options: VllmOptions) -> int:
     """Weights on one GPU: sharded linears and embeddings (vocabulary padded to 64) over TP ranks,
     replicated norms and biases, and the rotary cos/sin cache in the model dtype. MXFP4 experts
     are sized as the Marlin MoE kernel allocates them (hidden size padded to 256, each rank's
-    intermediate size to 128; see the module docstring)."""
+    intermediate size to 128; see the module docstring). With ``checkpoint_bytes`` the linears,
+    embeddings and their scales are the checkpoint's stored bytes instead of the format's estimate
+    (vLLM reads the stored tensors as they are when the quantization is the checkpoint's own)."""
     tp = options.tensor_parallel
     quant = _checkpoint_quantization(arch, options)
     vocab = _cdiv(arch.vocab_size, 64) * 64
@@ -172,6 +180,7 @@ def weights_bytes(arch: Architecture, options: VllmOptions) -> int:
     head = 0 if arch.tie_word_embeddings else vocab * arch.hidden_size * 2
     linear = arch.linear_params
     padded_experts_per_rank = 0.0
+    experts = 0
     if quant == "mxfp4" and arch.is_moe:
         matrices = 3 if arch.mlp_gated else 2
         experts = (
@@ -194,8 +203,20 @@ def weights_bytes(arch: Architecture, options: VllmOptions) -> int:
         linear_bytes = linear * _LINEAR_BYTES[quant]
     rest = arch.params_total - linear - arch.embedding_params - arch.lm_head_params
     rope = (arch.max_position_embeddings or 0) * (arch.qk_rope_head_dim or arch.head_dim) * 2
+    replicated = max(rest, 0) * 2
+    if options.checkpoint_bytes is not None:
+        # The stored tensors, split like the estimate they replace (norms and biases on every
+        # rank), plus what vLLM adds at load: the vocabulary padding, the padding of MXFP4
+        # experts for the MoE kernel, and the rotary cache.
+        rows = 1 if arch.tie_word_embeddings else 2
+        vocab_padding = (vocab - arch.vocab_size) * arch.hidden_size * 2 * rows
+        expert_padding = 0.0
+        if padded_experts_per_rank:
+            expert_padding = padded_experts_per_rank - experts * _MXFP4_EXPERT_BYTES / tp
+        stored_sharded = max(options.checkpoint_bytes - replicated, 0)
+        return int((stored_sharded + vocab_padding) / tp + expert_padding + replicated + rope)
     sharded = (embed + head + linear_bytes) / tp + padded_experts_per_rank
-    return int(sharded + max(rest, 0) * 2 + rope)
+    return int(sharded + replicated + rope)
 
 
 def activation_peak_bytes(arch: Architecture, tokens: int, seqs: int, tp: int) -> int:

@@ -22,7 +22,7 @@ from calculator.calculation import Calculation, Card, own_card
 from calculator.estimator import ConfigError, EstimateRequest
 from calculator.hub import HubError, hub_preset
 from calculator.models import GpuSpec
-from calculator.selectors import preset_resolve
+from calculator.selectors import preset_description, preset_resolve
 
 _REQUESTS: TypeAdapter[EstimateRequest | list[EstimateRequest]] = TypeAdapter(
     EstimateRequest | list[EstimateRequest]
@@ -61,7 +61,7 @@ def _with_hub_configs(text: str) -> str:
             preset = hub_preset(
                 text=model["hub"], catalogue=lambda name: preset_resolve(text=name).preset
             )
-            request["model"] = {"config": preset.config}
+            request["model"] = preset_description(preset=preset).model_dump(exclude_none=True)
             changed = True
     return json.dumps(data) if changed else text
 
