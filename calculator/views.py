@@ -51,6 +51,7 @@ from calculator.selectors import (
     preset_suggest,
 )
 from calculator.services import pasted_config_store, saved_result_create
+from calculator.templatetags.calculator_format import fragment_language
 
 MAX_QUERY_CHARS = 16_000
 PASTED_CONFIG_ID = re.compile(r"[A-Za-z0-9_-]{22}")
@@ -241,9 +242,10 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     export = query.get("format")
     if export in {"json", "md"} and "result" in context:
         return _export(request, export, context)
-    template = "calculator/index.html"
     if request.htmx and not request.htmx.history_restore_request:
-        response = render(request, template + "#result", context)
+        # The recompute's answer is all Jinja2 (config/jinja2.py says why).
+        with fragment_language():
+            response = render(request, "calculator/_result.jinja", context, using="jinja2")
         if "result" not in context:
             # Keep the last valid result on screen (dimmed); only the field messages change.
             response["HX-Reswap"] = "none"
@@ -251,7 +253,7 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
         elif request.method == "POST":
             response["HX-Replace-Url"] = f"{request.path}?{link.urlencode()}"
     else:
-        response = render(request, template, context)
+        response = render(request, "calculator/index.html", context)
     if "hub_error" in context:
         response["Cache-Control"] = "no-store"  # the Hub may answer the next time
     return response

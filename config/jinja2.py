@@ -60,12 +60,18 @@ FILTERS = {
 
 
 def _gettext(message: str) -> str:
-    # The catalogue of the fragment's language, looked up once per language: Django's gettext
-    # finds the active language through a thread-local on every call.
+    # The catalogue of the fragment's language, looked up once per language and message: Django's
+    # gettext finds the active language through a thread-local on every call. The memo lives on
+    # the catalogue object, so a reloaded catalogue starts a new one.
     language = fmt.RENDER_LANGUAGE.get()
     if language is None:
         return gettext(message)
-    return str(trans_real.translation(language).gettext(message))
+    catalogue = trans_real.translation(language)
+    memo: dict[str, str] = catalogue.__dict__.setdefault("fragment_memo", {})
+    text = memo.get(message)
+    if text is None:
+        text = memo[message] = str(catalogue.gettext(message))
+    return text
 
 
 def translate(message: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -253,13 +255,21 @@ def switches_summary(switches: Any) -> str:
     return ", ".join(parts)
 
 
+@contextmanager
+def fragment_language() -> Iterator[None]:
+    """While a Jinja2 fragment renders, its figures and texts use the active language, looked
+    up once (see RENDER_LANGUAGE)."""
+    token = RENDER_LANGUAGE.set(get_language())
+    try:
+        yield
+    finally:
+        RENDER_LANGUAGE.reset(token)
+
+
 @register.simple_tag(takes_context=True)
 def jinja(context: template.Context, name: str) -> str:
     """A Jinja2 fragment (config/jinja2.py) rendered with this template's context."""
     fragment = engines["jinja2"].get_template(name)
-    token = RENDER_LANGUAGE.set(get_language())
-    try:
-        values: dict[str, Any] = {str(key): value for key, value in context.flatten().items()}
+    values: dict[str, Any] = {str(key): value for key, value in context.flatten().items()}
+    with fragment_language():
         return mark_safe(fragment.render(values, context.get("request")))
-    finally:
-        RENDER_LANGUAGE.reset(token)
