@@ -354,6 +354,15 @@ class Calculation:
     def runtime_buffers(self) -> list[RuntimeBuffer]:
         loaded, started = self.result.llama_cpp, self.result.vllm
         if loaded is not None:
+            # Hybrid and state-space models only: llama_memory_recurrent's line.
+            recurrent = RuntimeBuffer(
+                "RS buffer size",
+                loaded.recurrent_buffer.gpu,
+                loaded.recurrent_buffer.host,
+                gettext_lazy(
+                    "FP32 convolution and recurrent states of the state-space layers, one per slot (-np), on the device of each layer."
+                ),
+            )
             return [
                 RuntimeBuffer(
                     "model buffer size",
@@ -371,6 +380,7 @@ class Calculation:
                         "K and V for the whole -c context, allocated at load, on the device of each layer."
                     ),
                 ),
+                *([recurrent] if loaded.recurrent_buffer.total else []),
                 RuntimeBuffer(
                     "compute buffer size",
                     loaded.compute_buffer.gpu,

@@ -32,6 +32,11 @@ class RecurrentState(BaseModel):
     kind: MixerKind
     params: int = Field(ge=0, description="Parameters of one such mixer (conv, projections, A, D).")
     conv_elements: int = Field(ge=0, description="Convolution state per sequence.")
+    conv_kernel: int = Field(
+        default=0,
+        ge=0,
+        description="Taps of the convolution: conv_elements is channels × conv_kernel (0: none).",
+    )
     state_elements: int = Field(
         ge=0, description="Recurrent (SSM / delta-rule) state per sequence."
     )

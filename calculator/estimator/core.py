@@ -42,6 +42,8 @@ from calculator.estimator.runtimes.llama_cpp import (
     LlamaCppOptions,
     estimate_llama_cpp,
     gguf_tensor_types,
+    recurrent_cells,
+    recurrent_layer_count,
 )
 from calculator.estimator.runtimes.vllm import Quantization, VllmOptions, estimate_vllm
 from calculator.estimator.schemas import (
@@ -233,6 +235,10 @@ LLAMA_CPP_SOURCE = gettext_noop(
     "llama.cpp src/llama-model.cpp, src/llama-kv-cache.cpp, src/llama-context.cpp, "
     "src/llama-quant.cpp (ggml-org/llama.cpp@007dbbf)"
 )
+LLAMA_CPP_RECURRENT_SOURCE = gettext_noop(
+    "llama.cpp src/llama-memory-recurrent.cpp, src/llama-hparams.cpp n_embd_r and n_embd_s "
+    "(ggml-org/llama.cpp@76d9439)"
+)
 VLLM_SOURCE = gettext_noop(
     "vLLM v1/worker/gpu_worker.py determine_available_memory, v1/core/kv_cache_utils.py "
     "(vllm-project/vllm)"
@@ -317,8 +323,9 @@ def _gguf_types(
 
 
 def _llama_cpp(request: EstimateRequest, arch: Architecture, notes: _Notes) -> EstimateResult:
-    """llama.cpp's load-time buffers on the GPU (model, KV cache, compute) plus the CUDA context;
-    what stays on the host is ``host_bytes``."""
+    """llama.cpp's load-time buffers on the GPU (model, KV cache and the recurrent states of
+    hybrid/state-space layers, compute) plus the CUDA context; what stays on the host is
+    ``host_bytes``."""
     options = llama_cpp_options(request)
     loaded = estimate_llama_cpp(arch, options, typed=_gguf_types(request, arch, options.gguf_type))
     notes.add(
@@ -338,6 +345,19 @@ def _llama_cpp(request: EstimateRequest, arch: Architecture, notes: _Notes) -> E
         ngl=loaded.gpu_layers,
         layers=arch.num_layers + 1,
     )
+    if loaded.recurrent_buffer.total:
+        notes.add(
+            gettext_noop(
+                "%(recurrent)s of %(layers)s layers keep a recurrent state: llama.cpp allocates "
+                "it at load in FP32, one per slot (%(slots)s), %(mib)s MiB on the GPU (its RS "
+                "buffer), counted with the KV cache."
+            ),
+            LLAMA_CPP_RECURRENT_SOURCE,
+            recurrent=recurrent_layer_count(arch),
+            layers=arch.num_layers,
+            slots=recurrent_cells(options),
+            mib=round(loaded.recurrent_buffer.gpu / 2**20, 2),
+        )
     context = cuda_context_bytes() if loaded.gpu_bytes else 0
     if context:
         notes.add(
@@ -347,7 +367,8 @@ def _llama_cpp(request: EstimateRequest, arch: Architecture, notes: _Notes) -> E
         )
     breakdown = Breakdown(
         weights=loaded.model_buffer.gpu,
-        kv_cache=loaded.kv_buffer.gpu,
+        # The RS buffer sits beside the KV buffer, on the same devices (llama_memory_hybrid).
+        kv_cache=loaded.kv_buffer.gpu + loaded.recurrent_buffer.gpu,
         activations=loaded.compute_buffer.gpu,
         cuda_context=context,
     )

@@ -96,6 +96,29 @@ def test_llama_cpp_examples_really_fit_their_tier():
                 assert estimate(request).total_bytes <= row.usable_bytes
 
 
+def test_llama_cpp_columns_count_the_rs_buffer_of_a_hybrid():
+    # Granite 4.0 H Tiny (presets/models/granite.json, its config: 36 Mamba-2 layers of 48 heads
+    # x 64, 1 group, state 128, d_conv 4). llama.cpp keeps per Mamba layer and slot, in F32,
+    # n_embd_r = (4 - 1) x (3072 + 2 x 128) and n_embd_s = 128 x 3072 (src/llama-hparams.cpp).
+    preset = ModelPreset.objects.get(display_name="Granite 4.0 H Tiny")
+    rs_by_hand = 4 * 36 * 4 * (3 * (3072 + 2 * 128) + 128 * 3072)
+    workload = reverse.Workload(mode="inference", seq_len=4096, batch_size=4, runtime="llama_cpp")
+    result = estimate(workload.request(ConfigModel(config=preset.config), "Q4_K_M"))
+    assert result.llama_cpp is not None
+    assert result.llama_cpp.recurrent_buffer.gpu == rs_by_hand
+    assert result.total_bytes == result.llama_cpp.gpu_bytes + result.breakdown.cuda_context
+    # A card with room for all but the RS buffer does not hold this file at these settings.
+    assert reverse.fits(workload, result, result.total_bytes)
+    assert not reverse.fits(workload, result, result.total_bytes - rs_by_hand)
+    exact = reverse.models_that_fit(workload, [preset], result.total_bytes, 1)
+    assert [(fit.precision, fit.total_bytes) for fit in exact] == [("Q4_K_M", result.total_bytes)]
+    # The longest context is searched with the same total: exactly the 4,096 tokens that fit
+    # (without the RS buffer the search would find room for more).
+    assert exact[0].max_context == 4096
+    short = reverse.models_that_fit(workload, [preset], result.total_bytes - rs_by_hand, 1)
+    assert all(fit.precision != "Q4_K_M" for fit in short)
+
+
 def test_vllm_llama_31_8b_needs_a_24_gb_card_in_bf16():
     # https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json: hidden 4096,
     # 32 layers, 8 KV heads of 128, MLP 14336, vocabulary 128256, untied output.

@@ -80,6 +80,46 @@ def test_partial_offload_moves_layers_and_their_bytes_to_system_ram(client):
     assert "20 of 49 layers on the GPU" in text(response)
 
 
+# Granite 4.0 H Tiny (presets/models/granite.json, config: 36 Mamba-2 layers of 48 heads x 64,
+# 1 group, state 128, d_conv 4; 4 attention layers of 4 KV heads x 128), 4 slots of 4,096 tokens.
+GRANITE_H_TINY = (
+    "/?model=Granite+4.0+H+Tiny&runtime=llama_cpp&gguf=Q4_K_M&seq=4096&batch=4&gpu=h100-sxm-80gb"
+)
+
+
+def test_llama_cpp_total_and_log_table_carry_the_rs_buffer_of_a_hybrid(client):
+    response = client.get(GRANITE_H_TINY)
+    result = response.context["result"]
+    loaded = result.llama_cpp
+    # RS buffer by hand (llama.cpp src/llama-hparams.cpp): per Mamba layer and slot, F32
+    # n_embd_r = (4 - 1) x (3072 + 2 x 1 x 128) and n_embd_s = 128 x 3072.
+    rs_by_hand = 4 * 36 * 4 * (3 * (3072 + 2 * 128) + 128 * 3072)
+    assert rs_by_hand == 232_243_200
+    assert loaded.recurrent_buffer.gpu == rs_by_hand
+    # KV: 4 attention layers x (K + V) x 16,384 cells x 4 heads x 128 x 2 bytes (f16).
+    kv_by_hand = 4 * 2 * 16384 * 4 * 128 * 2
+    assert loaded.kv_buffer.gpu == kv_by_hand
+    # The total counts it beside the KV buffer: what the -ngl and -c searches compare.
+    assert result.breakdown.kv_cache == kv_by_hand + rs_by_hand
+    assert result.total_bytes == loaded.gpu_bytes + result.breakdown.cuda_context
+    buffers = {b.log_name: b for b in response.context["runtime_buffers"]}
+    assert buffers["RS buffer size"].gpu_bytes == rs_by_hand
+    assert buffers["RS buffer size"].host_bytes == 0
+    page = text(response)
+    assert "RS buffer size 0.22" in page  # 221.5 MiB in GiB
+    assert "keep a recurrent state" in page
+    # -ngl 21 of 41: layers 20..39 on the GPU, 18 of them Mamba (attention on 5, 15, 25, 35).
+    partial = client.get(GRANITE_H_TINY + "&ngl=21").context["result"].llama_cpp
+    assert partial.recurrent_buffer.gpu == rs_by_hand * 18 // 36
+    assert partial.recurrent_buffer.host == rs_by_hand * 18 // 36
+
+
+def test_dense_model_log_table_has_no_rs_line(client):
+    response = client.get(QWEN14_OLLAMA)
+    assert response.context["result"].llama_cpp.recurrent_buffer.total == 0
+    assert "RS buffer size" not in text(response)
+
+
 def test_llama_cpp_levers_offer_the_most_layers_that_fit(client):
     # Llama 3.1 70B at Q4_K_M is about 40 GiB: it cannot sit whole on a 24 GB card.
     query = "/?model=Llama+3.1+70B&runtime=llama_cpp&gguf=Q4_K_M&seq=4096&batch=1&gpu=rtx-4090-24gb"

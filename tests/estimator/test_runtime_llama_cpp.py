@@ -130,15 +130,90 @@ def test_quantized_cache_leaves_the_sliding_layers_in_f16():
 def test_hybrid_keeps_kv_on_attention_layers_and_f32_recurrent_state():
     # Qwen3.6-27B (presets/models, config.json): 64 layers, every 4th full attention (16), 4 KV heads
     # x 256; 48 Gated DeltaNet layers. The published log (lmstudio-bug-tracker#1862) printed
-    # "llama_kv_cache: size = 16384.00 MiB (262144 cells, 16 layers, 4/1 seqs)".
+    # "llama_kv_cache: size = 16384.00 MiB (262144 cells, 16 layers, 4/1 seqs)" and
+    # "llama_memory_recurrent: size = 598.50 MiB (4 cells, 64 layers, 4 seqs)".
+    log = next(
+        log
+        for log in json.loads((PUBLISHED / "llama_cpp_logs.json").read_text())["logs"]
+        if log["id"] == "lmstudio-1862-qwen3.6-27b-hybrid"
+    )
     arch = architecture("qwen3.6-27b")
     result = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=262144, n_parallel=4))
     assert result.kv_buffer.total == 16 * 2 * 4 * 256 * 2 * 262144 == 16384 * MIB
-    # Recurrent state per sequence and layer, f32: conv 4 x (2 x 16 x 128 + 48 x 128) (the config's
-    # linear_conv_kernel_dim 4, key heads 16, value heads 48, head dims 128) + state 48 x 128 x 128.
-    per_layer = 4 * (4 * (2 * 16 * 128 + 48 * 128) + 48 * 128 * 128)
+    # Recurrent state per cell and layer, f32 (llama-hparams.cpp n_embd_r + n_embd_s): the conv
+    # state keeps linear_conv_kernel_dim - 1 = 3 columns of (2 x 16 key heads + 48 value heads)
+    # x 128 channels, the delta-rule state is 48 value heads x 128 x 128; one cell per slot.
+    per_layer = 4 * (3 * (2 * 16 * 128 + 48 * 128) + 48 * 128 * 128)
     assert result.recurrent_buffer.total == 48 * 4 * per_layer
+    assert result.recurrent_buffer.total == log["compare"]["recurrent_buffer_mib"] * MIB
     assert result.gpu_bytes >= result.kv_buffer.gpu + result.recurrent_buffer.gpu
+
+
+# The RS buffer by hand from the preset configs (presets/models/*.json), with llama.cpp's sizes
+# (src/llama-hparams.cpp): n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state), for LFM2
+# hidden x (L_cache - 1); n_embd_s = d_state x d_inner; F32, per recurrent layer and slot.
+RS_BYTES_PER_SLOT = {
+    # Jamba 1.5 Mini: hidden 4096, mamba_expand 2 (d_inner 8192), mamba_d_conv 4, mamba_d_state 16,
+    # Mamba-1 (no groups); 32 layers, attention every 8th from layer 4, so 28 Mamba layers.
+    "jamba-1.5-mini": 28 * 4 * (3 * 8192 + 16 * 8192),
+    # LFM2.5 2.6B: hidden 2048, conv_L_cache 3, 22 of the 30 layer_types "conv"; no SSM state.
+    "lfm2.5-2.6b": 22 * 4 * (2048 * 2),
+    # Granite 4.0 H Tiny: mamba_n_heads 48 x mamba_d_head 64 (d_inner 3072), mamba_n_groups 1,
+    # mamba_d_state 128, mamba_d_conv 4; 36 of the 40 layer_types "mamba".
+    "granite-4.0-h-tiny": 36 * 4 * (3 * (3072 + 2 * 128) + 128 * 3072),
+}
+
+
+@pytest.mark.parametrize("slots", [1, 4])
+@pytest.mark.parametrize("slug", RS_BYTES_PER_SLOT)
+def test_recurrent_state_by_hand_is_f32_and_one_per_slot(slug, slots):
+    arch = architecture(slug)
+    result = estimate_llama_cpp(arch, LlamaCppOptions(n_parallel=slots))
+    assert result.recurrent_buffer.gpu == slots * RS_BYTES_PER_SLOT[slug]
+    assert result.recurrent_buffer.host == 0
+    assert result.gpu_bytes == (
+        result.model_buffer.gpu
+        + result.kv_buffer.gpu
+        + result.recurrent_buffer.gpu
+        + result.compute_buffer.gpu
+    )
+    # F32 whatever the KV cache types (create_memory passes GGML_TYPE_F32 for both).
+    q8 = estimate_llama_cpp(
+        arch, LlamaCppOptions(n_parallel=slots, cache_type_k="q8_0", cache_type_v="q8_0")
+    )
+    assert q8.recurrent_buffer == result.recurrent_buffer
+
+
+def test_recurrent_state_figures_of_the_review():
+    # One slot: 0.36 MB for LFM2.5 2.6B and 17.4 MB for Jamba 1.5 Mini (16.625 MiB).
+    assert RS_BYTES_PER_SLOT["lfm2.5-2.6b"] == 360_448
+    assert RS_BYTES_PER_SLOT["jamba-1.5-mini"] == 17_432_576 == 16.625 * MIB
+
+
+def test_recurrent_state_of_layers_left_on_the_host_stays_there():
+    arch = architecture("jamba-1.5-mini")
+    # -ngl 17 of 33: layers 16..31 and the output on the GPU; attention sits on layers 4, 12, 20
+    # and 28, so 14 of the 16 offloaded layers and 14 of the 16 host layers are Mamba layers.
+    part = estimate_llama_cpp(arch, LlamaCppOptions(n_parallel=1, n_gpu_layers=17))
+    per_layer = 4 * (3 * 8192 + 16 * 8192)
+    assert part.recurrent_buffer.gpu == 14 * per_layer
+    assert part.recurrent_buffer.host == 14 * per_layer
+    cpu = estimate_llama_cpp(arch, LlamaCppOptions(n_parallel=1, n_gpu_layers=0))
+    assert cpu.recurrent_buffer.host == 28 * per_layer
+    assert cpu.gpu_bytes == 0
+
+
+def test_levers_count_the_recurrent_state():
+    arch = architecture("granite-4.0-h-tiny")
+    options = LlamaCppOptions(n_ctx=4096, n_parallel=4)
+    full = estimate_llama_cpp(arch, options)
+    assert full.recurrent_buffer.gpu == 4 * RS_BYTES_PER_SLOT["granite-4.0-h-tiny"]
+    assert most_gpu_layers_that_fit(arch, options, full.gpu_bytes) == 41
+    # Room for everything but the RS buffer: not every layer, and not a 4096-token context.
+    short = full.gpu_bytes - full.recurrent_buffer.gpu
+    assert most_gpu_layers_that_fit(arch, options, short) < 41
+    assert longest_context_full_offload(arch, options, full.gpu_bytes) >= 4096
+    assert longest_context_full_offload(arch, options, short) < 4096
 
 
 def test_compute_buffer_output_phase_by_hand():

@@ -46,6 +46,7 @@ def kimi_delta_attention(c: ConfigFields, hidden: int) -> RecurrentState:
         kind="gated_deltanet",
         params=params,
         conv_elements=conv_dim * kernel,
+        conv_kernel=kernel,
         state_elements=heads * head_dim * head_dim,
         state_fp32=True,
     )

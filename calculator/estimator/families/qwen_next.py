@@ -42,6 +42,7 @@ def gated_deltanet(c: ConfigFields, hidden: int) -> RecurrentState:
         kind="gated_deltanet",
         params=params,
         conv_elements=conv_dim * kernel,
+        conv_kernel=kernel,
         state_elements=value_heads * c.positive("linear_key_head_dim") * value_head_dim,
         state_fp32=True,
     )

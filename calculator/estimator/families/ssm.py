@@ -55,6 +55,7 @@ def mamba_mixer(c: ConfigFields, hidden: int, *, prefix: str = "") -> RecurrentS
         kind="mamba",
         params=params,
         conv_elements=inner * kernel,
+        conv_kernel=kernel,
         state_elements=inner * state,
         state_fp32=True,
     )
@@ -91,6 +92,7 @@ def mamba2_mixer(
         kind="mamba2",
         params=params,
         conv_elements=conv_dim * kernel,
+        conv_kernel=kernel,
         state_elements=heads * head_dim * state,
         state_fp32=True,
     )
@@ -183,6 +185,7 @@ def read_lfm2(c: ConfigFields) -> Architecture:
         + hidden * hidden
         + (5 * hidden if bias else 0),
         conv_elements=hidden * kernel,
+        conv_kernel=kernel,
         state_elements=0,
     )
     fields.update(

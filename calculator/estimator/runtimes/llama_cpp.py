@@ -17,9 +17,19 @@ Sources, read at named commits of https://github.com/ggml-org/llama.cpp (facts o
   ``min(kv_size, pad(n_swa · n_seq + n_ubatch))`` cells unless ``--swa-full``; ``n_ctx`` padded to 256.
   Since https://github.com/ggml-org/llama.cpp/pull/21277 (April 2026) the sliding-window cache stays
   F16 whatever ``-ctk``/``-ctv`` say.
-- ``src/llama-memory-recurrent.cpp`` (hybrid and recurrent models: Mamba, Gated DeltaNet, …): one
-  conv state and one recurrent state per sequence and recurrent layer, both F32, printed as
-  ``llama_memory_recurrent: size = …``; attention layers of a hybrid keep an ordinary KV cache.
+- ``src/llama-memory-recurrent.cpp`` @ 76d94392764a8bcc1e93bd6f248c30aec2cfac9a (hybrid and
+  recurrent models: Mamba, Mamba-2, Gated DeltaNet, LFM2 short convolutions, …): per recurrent layer
+  an R tensor of ``n_embd_r · mem_size`` and an S tensor of ``n_embd_s · mem_size`` elements on the
+  layer's device (host when the layer is not offloaded), printed per buffer as
+  ``llama_memory_recurrent: CUDA0 RS buffer size = …`` and in all as
+  ``llama_memory_recurrent: size = … R (f32): … S (f32): …``; attention layers of a hybrid keep an
+  ordinary KV cache. ``src/llama-model.cpp`` ``create_memory`` @
+  00342301d01add50835550e8a916f12097d94517 passes ``mem_size = max(1, n_seq_max)`` (one cell per
+  ``--parallel`` slot, unified KV cache or not) and F32 for both whatever ``-ctk``/``-ctv`` say.
+  ``src/llama-hparams.cpp`` @ 01b77b5793989e0a1508a2fe3757d4e743a7bbd1: ``n_embd_r`` keeps
+  ``d_conv - 1`` columns of the convolution state (the first is shifted out each step), ``n_embd_s``
+  is the recurrent state. Newer builds add rollback rows (``mem_size · (1 + n_rs_seq)``) only for
+  speculative decoding with a draft model; ``n_rs_seq`` is 0 otherwise and not modelled.
 - ``src/llama-context.cpp``: the worst-case graph reserved for ``min(n_ctx, n_ubatch)`` tokens and all
   ``n_ctx`` cells, with logits for every token of the micro-batch; the output buffer holds
   ``n_vocab`` f32 logits per sequence.
@@ -36,7 +46,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from calculator.estimator.architecture import Architecture
+from calculator.estimator.architecture import Architecture, RecurrentState
 
 MIB = 1 << 20
 
@@ -217,7 +227,8 @@ class LlamaCppResult(_Frozen):
     model_buffer: DeviceBytes
     kv_buffer: DeviceBytes
     recurrent_buffer: DeviceBytes = Field(
-        description="Conv and recurrent states of hybrid/recurrent layers (llama_memory_recurrent)."
+        description="Conv and recurrent states of hybrid/recurrent layers, F32, one per slot "
+        "(llama_memory_recurrent's RS buffer)."
     )
     compute_buffer: DeviceBytes
     output_buffer_bytes: int = Field(description="Host logits buffer (CUDA_Host output buffer).")
@@ -225,6 +236,8 @@ class LlamaCppResult(_Frozen):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def gpu_bytes(self) -> int:
+        """GPU memory: model, KV, RS and compute buffers (what ``-ngl`` and ``-c`` searches
+        compare; the estimate's total adds the CUDA context)."""
         return (
             self.model_buffer.gpu
             + self.kv_buffer.gpu
@@ -652,23 +665,46 @@ def kv_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
     return DeviceBytes(gpu=gpu, host=host)
 
 
+def recurrent_state_elements(state: RecurrentState) -> int:
+    """``n_embd_r + n_embd_s`` of one layer (llama-hparams.cpp): the convolution state without its
+    oldest column (``d_conv - 1`` of ``d_conv`` taps, LFM2's ``L_cache - 1``) plus the recurrent
+    state (Mamba's ``d_state · d_inner``, a delta-rule layer's heads × key dim × value dim)."""
+    conv = state.conv_elements
+    if state.conv_kernel:
+        conv = conv // state.conv_kernel * (state.conv_kernel - 1)
+    return conv + state.state_elements
+
+
+def recurrent_cells(options: LlamaCppOptions) -> int:
+    """Sequences the recurrent memory holds: ``max(1, n_seq_max)``, i.e. one per slot."""
+    return max(1, options.n_parallel)
+
+
+def _layer_state_elements(arch: Architecture, il: int) -> int:
+    """F32 elements one cell of layer ``il`` keeps; 0 on layers the recurrent memory skips."""
+    elements = 0
+    kind = arch.mixer_kind(il)
+    if kind not in ("attention", "none"):
+        elements += recurrent_state_elements(arch.recurrent_state(kind))
+    if arch.parallel_recurrent is not None:
+        elements += recurrent_state_elements(arch.parallel_recurrent)
+    return elements
+
+
+def recurrent_layer_count(arch: Architecture) -> int:
+    """Layers the recurrent memory keeps a state for (the hybrid's ``filter_recr``)."""
+    return sum(1 for il in range(arch.num_layers) if _layer_state_elements(arch, il))
+
+
 def recurrent_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
-    """F32 conv and recurrent states, one per sequence (``n_parallel``) and recurrent layer, on
-    the device of the layer (llama-memory-recurrent.cpp); a recurrent mixer running beside
-    attention (Falcon-H1) adds its state to every layer."""
+    """The RS buffer: F32 ``n_embd_r + n_embd_s`` per cell (one per ``--parallel`` slot) and
+    recurrent layer, on the device of the layer like the KV cache (llama-memory-recurrent.cpp);
+    a recurrent mixer running beside attention (Falcon-H1) adds its state to every layer."""
     start = _gpu_layer_start(arch, options)
+    cells = recurrent_cells(options)
     gpu = host = 0
     for il in range(arch.num_layers):
-        kind = arch.mixer_kind(il)
-        elements = 0
-        if kind not in ("attention", "none"):
-            state = arch.recurrent_state(kind)
-            elements += state.conv_elements + state.state_elements
-        if arch.parallel_recurrent is not None:
-            elements += (
-                arch.parallel_recurrent.conv_elements + arch.parallel_recurrent.state_elements
-            )
-        size = 4 * elements * options.n_parallel
+        size = 4 * _layer_state_elements(arch, il) * cells
         if il >= start and options.n_gpu_layers != 0:
             gpu += size
         else:
