@@ -105,7 +105,7 @@ class Calculation:
         preset: ModelPreset | None = None,
         host_ram_gb: float | None = None,
     ) -> None:
-        self.request = with_gpu_memory(request, gpu)
+        self.request = request
         self.host_ram_gb = host_ram_gb
         self.catalogue = catalogue
         self.gpu = gpu
@@ -710,18 +710,22 @@ def _or_none(compute: Any) -> Any:
         return None
 
 
-def with_gpu_memory(request: EstimateRequest, gpu: Card | None) -> EstimateRequest:
-    """vLLM sizes its pool from the card's total memory: fill it from the chosen card when the
-    request does not give it."""
-    if request.runtime != "vllm" or gpu is None:
-        return request
-    settings = request.vllm
-    if settings is not None and settings.gpu_memory_bytes is not None:
-        return request
-    from calculator.estimator.schemas import VllmSettings
+def with_card_memory(fields: dict[str, Any], card: Card | None) -> dict[str, Any]:
+    """A request's fields before validation (the page's form, the API's body, the CLI's JSON)
+    on the chosen card: vLLM sizes its pool from the card's total memory, so a vllm request
+    that does not give ``vllm.gpu_memory_bytes`` gets the card's."""
+    if card is None or fields.get("runtime") != "vllm":
+        return fields
+    settings = fields.get("vllm")
+    settings = settings if isinstance(settings, dict) else {}
+    if settings.get("gpu_memory_bytes") is not None:
+        return fields
+    return {**fields, "vllm": {**settings, "gpu_memory_bytes": card.usable_bytes}}
 
-    filled = (settings or VllmSettings()).model_copy(update={"gpu_memory_bytes": gpu.usable_bytes})
-    return request.model_copy(update={"vllm": filled})
+
+def request_on_card(fields: dict[str, Any], card: Card | None) -> EstimateRequest:
+    """The estimator's request from its fields, vLLM's memory filled from ``card``."""
+    return EstimateRequest.model_validate(with_card_memory(fields, card))
 
 
 def chart_contexts(tokens: int) -> list[int]:

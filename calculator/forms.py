@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from calculator.estimator import ConfigError, EstimateRequest
+from calculator.estimator import ConfigError
 from calculator.estimator.lora import ALL_LINEAR
 from calculator.estimator.runtimes.llama_cpp import (
     GGUF_TYPES,
@@ -561,11 +561,9 @@ class CalculatorForm(forms.Form):
             )
         return cleaned
 
-    def estimate_request(
-        self, model: dict[str, Any] | BaseModel, *, gpu_memory_bytes: int | None = None
-    ) -> EstimateRequest:
-        """The estimator's request for the cleaned form and a resolved model description;
-        ``gpu_memory_bytes`` (the chosen card's) is what vLLM sizes its pool from."""
+    def estimate_fields(self, model: dict[str, Any] | BaseModel) -> dict[str, Any]:
+        """The estimator's request fields for the cleaned form and a resolved model description
+        (vLLM's GPU memory comes from the chosen card: ``calculation.request_on_card``)."""
         c = self.cleaned_data
         mode = c["mode"]
         training = mode != "inference"
@@ -599,8 +597,8 @@ class CalculatorForm(forms.Form):
         if payload["runtime"] == "llama_cpp":
             payload["llama_cpp"] = self._llama_cpp_options()
         elif payload["runtime"] == "vllm":
-            payload["vllm"] = self._vllm_settings(gpu_memory_bytes)
-        return EstimateRequest.model_validate(payload)
+            payload["vllm"] = self._vllm_settings()
+        return payload
 
     def _stack_switches(self) -> dict[str, Any]:
         """The training stack and the switches the visitor set (empty ones: the stack's)."""
@@ -636,11 +634,10 @@ class CalculatorForm(forms.Form):
             "n_gpu_layers": c.get("ngl"),
         }
 
-    def _vllm_settings(self, gpu_memory_bytes: int | None) -> dict[str, Any]:
+    def _vllm_settings(self) -> dict[str, Any]:
         """vllm serve options: the context length is --max-model-len."""
         c = self.cleaned_data
         return {
-            "gpu_memory_bytes": gpu_memory_bytes,
             "gpu_memory_utilization": c.get("util") or DEFAULTS["util"],
             "max_model_len": c["seq"],
             "max_num_seqs": c.get("max_seqs"),
