@@ -64,8 +64,10 @@ CUSTOM_FIELDS = (
 )  # fmt: skip
 
 
-# What the form template needs besides the form: field groups and the runtime presets.
+# What the form template needs besides the form: field groups, where each field applies and
+# the runtime presets.
 FORM_CONTEXT: dict[str, Any] = {
+    "applies": forms_module.FIELD_APPLIES,
     "custom_fields": CUSTOM_FIELDS,
     "llama_cpp_fields": forms_module.LLAMA_CPP_FIELDS,
     "vllm_fields": forms_module.VLLM_FIELDS,
