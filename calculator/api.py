@@ -16,7 +16,7 @@ from ninja.errors import HttpError, ValidationError
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from calculator.calculation import Calculation, Card, own_card
+from calculator.calculation import Calculation, Card, own_card, request_on_card
 from calculator.estimator import (
     ConfigError,
     ConfigModel,
@@ -246,10 +246,6 @@ def _resolve(
 ) -> tuple[EstimateRequest, ModelPreset | None]:
     preset = None
     fields = payload.model_dump(exclude={"gpu", "model", "ram_gb"})
-    if payload.runtime == "vllm" and card is not None:
-        settings = fields.get("vllm") or {}
-        if settings.get("gpu_memory_bytes") is None:
-            fields["vllm"] = {**settings, "gpu_memory_bytes": card.usable_bytes}
     if isinstance(payload.model, HubModel):
         preset = hub_preset(
             text=payload.model.hub, catalogue=lambda text: preset_resolve(text=text).preset
@@ -265,7 +261,7 @@ def _resolve(
         model = preset_description(preset=preset)
     else:
         model = payload.model.model_dump(exclude_none=True)
-    return EstimateRequest.model_validate({**fields, "model": model}), preset
+    return request_on_card({**fields, "model": model}, card), preset
 
 
 def _respond(
@@ -439,9 +435,7 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
         card = _card(gpu_slug, form.cleaned_data.get("vram"))
         if card is None and form.cleaned_data.get("runtime") == "vllm":
             card = _card(DEFAULTS["gpu"])  # as the page does
-        estimate_request = form.estimate_request(
-            resolved.model, gpu_memory_bytes=card.usable_bytes if card else None
-        )
+        estimate_request = request_on_card(form.estimate_fields(resolved.model), card)
         return _respond(
             estimate_request, resolved.preset, card, host_ram_gb=form.cleaned_data.get("ram")
         )

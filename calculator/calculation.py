@@ -25,7 +25,7 @@ from calculator.estimator import (
     resolve_architecture,
 )
 from calculator.estimator.checkpoint import CheckpointQuantization, checkpoint_quantization
-from calculator.estimator.core import llama_cpp_options, vllm_options
+from calculator.estimator.core import llama_cpp_options, llama_cpp_tensor_types, vllm_options
 from calculator.estimator.runtimes import (
     commands,
     concurrency_at,
@@ -34,6 +34,7 @@ from calculator.estimator.runtimes import (
     longest_max_model_len,
     most_gpu_layers_that_fit,
 )
+from calculator.estimator.runtimes.vllm import VllmOptions, weights_bytes
 from calculator.estimator.speed import SpeedResult, estimate_speed, speed_series
 from calculator.models import GpuSpec, ModelPreset
 from calculator.selectors import CatalogueSnapshot, gpu_performance
@@ -105,7 +106,7 @@ class Calculation:
         preset: ModelPreset | None = None,
         host_ram_gb: float | None = None,
     ) -> None:
-        self.request = with_gpu_memory(request, gpu)
+        self.request = request
         self.host_ram_gb = host_ram_gb
         self.catalogue = catalogue
         self.gpu = gpu
@@ -135,31 +136,12 @@ class Calculation:
     def verdict(self) -> presenters.Verdict | None:
         if self.gpu is None:
             return None
-        usable = self.gpu.usable_bytes
-        started = self.result.vllm
-        if started is None:
-            return presenters.verdict(self.result.total_bytes, usable, self.gpu.nominal_bytes)
-        # vLLM: its share of the card beside the CUDA context, and one request in the pool.
-        verdict = presenters.verdict(
-            presenters.vllm_start_bytes(self.result), usable, self.gpu.nominal_bytes
+        return presenters.runtime_verdict(
+            self.result,
+            self.gpu.usable_bytes,
+            self.gpu.nominal_bytes,
+            block_size=self.request.vllm.block_size if self.request.vllm else 16,
         )
-        if verdict.fits and not started.fits:
-            block_bytes = started.kv_bytes_per_token * self.request_vllm_block_size
-            missing = max(started.blocks_per_request - started.num_gpu_blocks, 1) * block_bytes
-            verdict = presenters.Verdict(
-                False,
-                verdict.usable_gib,
-                verdict.nominal_gib,
-                verdict.headroom_percent,
-                presenters.gib(missing),
-                verdict.usable_bytes,
-                missing,
-            )
-        return verdict
-
-    @property
-    def request_vllm_block_size(self) -> int:
-        return self.request.vllm.block_size if self.request.vllm else 16
 
     @cached_property
     def context_beyond(self) -> int | None:
@@ -571,8 +553,9 @@ class Calculation:
         if self.gpu is not None:
             # The runtime's buffers must fit beside the CUDA context.
             room = max(self.gpu.usable_bytes - self.result.breakdown.cuda_context, 0)
-            layers = most_gpu_layers_that_fit(self.arch, options, room)
-            longest = longest_context_full_offload(self.arch, options, room)
+            typed = llama_cpp_tensor_types(self.request)
+            layers = most_gpu_layers_that_fit(self.arch, options, room, typed=typed)
+            longest = longest_context_full_offload(self.arch, options, room, typed=typed)
             context["llama_levers"] = {
                 "gpu_layers": layers,
                 "all_layers": self.arch.num_layers + 1,
@@ -606,29 +589,20 @@ class Calculation:
         """Catalogue GPUs by the tensor-parallel size at which vLLM starts with this model."""
         assert self.catalogue is not None
         options = vllm_options(self.request)
-        groups: dict[int | None, list[GpuSpec]] = {}
-        per_gpu: dict[int, int] = {}
-        for gpu in self.catalogue.gpus:
-            needed = None
-            for tp in TENSOR_PARALLEL_STEPS:
-                trial = options.model_copy(
-                    update={"gpu_memory_bytes": gpu.usable_bytes, "tensor_parallel": tp}
-                )
-                started = estimate_vllm(self.arch, trial)
-                if started.fits:
-                    needed = tp
-                    per_gpu.setdefault(tp, started.weights)
-                    break
-            groups.setdefault(needed, []).append(gpu)
-        ordered = sorted(groups.items(), key=lambda item: item[0] or 10**6)
-        return [
-            presenters.GpuGroup(
-                count,
-                per_gpu.get(count) if count else None,
-                sorted(members, key=lambda gpu: (float(gpu.memory_gb), gpu.name)),
-            )
-            for count, members in ordered
-        ]
+
+        def at(tp: int, gpu: GpuSpec | None = None) -> VllmOptions:
+            update: dict[str, int] = {"tensor_parallel": tp}
+            if gpu is not None:
+                update["gpu_memory_bytes"] = gpu.usable_bytes
+            return options.model_copy(update=update)
+
+        # The weights on each GPU do not depend on the card's memory.
+        weights = {tp: weights_bytes(self.arch, at(tp)) for tp in TENSOR_PARALLEL_STEPS}
+        return presenters.gpu_fits(
+            self.catalogue.gpus,
+            weights,
+            lambda gpu, tp: estimate_vllm(self.arch, at(tp, gpu)).fits,
+        )
 
     def smaller_model(self, usable_bytes: int) -> dict[str, Any] | None:
         """The largest smaller model of the same family that fits at 16, 8 or 4 bits."""
@@ -720,18 +694,22 @@ def _or_none(compute: Any) -> Any:
         return None
 
 
-def with_gpu_memory(request: EstimateRequest, gpu: Card | None) -> EstimateRequest:
-    """vLLM sizes its pool from the card's total memory: fill it from the chosen card when the
-    request does not give it."""
-    if request.runtime != "vllm" or gpu is None:
-        return request
-    settings = request.vllm
-    if settings is not None and settings.gpu_memory_bytes is not None:
-        return request
-    from calculator.estimator.schemas import VllmSettings
+def with_card_memory(fields: dict[str, Any], card: Card | None) -> dict[str, Any]:
+    """A request's fields before validation (the page's form, the API's body, the CLI's JSON)
+    on the chosen card: vLLM sizes its pool from the card's total memory, so a vllm request
+    that does not give ``vllm.gpu_memory_bytes`` gets the card's."""
+    if card is None or fields.get("runtime") != "vllm":
+        return fields
+    settings = fields.get("vllm")
+    settings = settings if isinstance(settings, dict) else {}
+    if settings.get("gpu_memory_bytes") is not None:
+        return fields
+    return {**fields, "vllm": {**settings, "gpu_memory_bytes": card.usable_bytes}}
 
-    filled = (settings or VllmSettings()).model_copy(update={"gpu_memory_bytes": gpu.usable_bytes})
-    return request.model_copy(update={"vllm": filled})
+
+def request_on_card(fields: dict[str, Any], card: Card | None) -> EstimateRequest:
+    """The estimator's request from its fields, vLLM's memory filled from ``card``."""
+    return EstimateRequest.model_validate(with_card_memory(fields, card))
 
 
 def chart_contexts(tokens: int) -> list[int]:

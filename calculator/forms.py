@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from calculator.estimator import ConfigError, EstimateRequest
+from calculator.estimator import ConfigError
 from calculator.estimator.lora import ALL_LINEAR
 from calculator.estimator.runtimes.llama_cpp import (
     GGUF_TYPES,
@@ -198,17 +201,67 @@ LLAMA_CPP_FIELDS = ("gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch")
 VLLM_FIELDS = ("util", "max_seqs", "batched", "quant", "vkv", "eager", "block")
 
 
+@dataclass(frozen=True)
+class Applies:
+    """Where a form field applies: the modes, and the runtimes, that read it (``None``: all;
+    training always runs transformers). Elsewhere the page hides its wrapper (app.css) and
+    disables its inputs (app.js), so the browser leaves it out of the request, and links built
+    on the server leave its key out unless ``in_links``."""
+
+    modes: tuple[str, ...] | None = None
+    runtimes: tuple[str, ...] | None = None
+    in_links: bool = False
+
+    def to(self, mode: str, runtime: str) -> bool:
+        runtime = runtime if mode == "inference" else "transformers"
+        return (self.modes is None or mode in self.modes) and (
+            self.runtimes is None or runtime in self.runtimes
+        )
+
+    @property
+    def attrs(self) -> SafeString:
+        """The data attributes of the field's wrapper on the page."""
+        return format_html_join(
+            " ",
+            '{}="{}"',
+            (
+                (name, " ".join(values))
+                for name, values in (("data-modes", self.modes), ("data-runtimes", self.runtimes))
+                if values is not None
+            ),
+        )
+
+
+_INFERENCE = ("inference",)
+_TRAINING = tuple(mode for mode, _label in MODE_CHOICES if mode != "inference")
+_HF = ("transformers",)
+# Fields that only some modes or runtimes read; the others apply everywhere. ``in_links``: keys
+# that links built on the server have always kept where the field does not apply.
+FIELD_APPLIES: dict[str, Applies] = {
+    "runtime": Applies(_INFERENCE),
+    "prompt": Applies(_INFERENCE),
+    **dict.fromkeys(LLAMA_CPP_FIELDS, Applies(_INFERENCE, ("llama_cpp",))),
+    "ram_bw": Applies(_INFERENCE, ("llama_cpp",), in_links=True),
+    **dict.fromkeys(VLLM_FIELDS, Applies(_INFERENCE, ("vllm",))),
+    **dict.fromkeys(("precision", "attn", "images"), Applies(None, _HF, in_links=True)),
+    "kv": Applies(_INFERENCE, _HF, in_links=True),
+    **dict.fromkeys(("stack", "train_b", "price", *STACK_FIELDS), Applies(_TRAINING)),
+    **dict.fromkeys(("optimizer", "ckpt", "zero"), Applies(_TRAINING, in_links=True)),
+    "mixed": Applies(("full_finetune", "pretrain"), in_links=True),
+    **dict.fromkeys(("lora_rank", "lora_targets"), Applies(("lora", "qlora"), in_links=True)),
+}
+
+
 def unused_runtime_keys(query: Any) -> frozenset[str]:
-    """Permalink keys the chosen runtime does not read (left out of links to keep them short)."""
+    """Permalink keys the chosen mode and runtime do not read (left out of links to keep them
+    short), as ``FIELD_APPLIES`` says."""
+    mode = query.get("mode", "inference")
     runtime = query.get("runtime") or "transformers"
-    if query.get("mode", "inference") != "inference":
-        return frozenset((*LLAMA_CPP_FIELDS, *VLLM_FIELDS, "runtime", "prompt"))
-    training_only = (*STACK_FIELDS, "stack", "train_b", "price")
-    if runtime == "llama_cpp":
-        return frozenset((*VLLM_FIELDS, *training_only))
-    if runtime == "vllm":
-        return frozenset((*LLAMA_CPP_FIELDS, *training_only))
-    return frozenset((*LLAMA_CPP_FIELDS, *VLLM_FIELDS, *training_only))
+    return frozenset(
+        key
+        for key, applies in FIELD_APPLIES.items()
+        if not applies.in_links and not applies.to(mode, runtime)
+    )
 
 
 def _int(
@@ -561,11 +614,9 @@ class CalculatorForm(forms.Form):
             )
         return cleaned
 
-    def estimate_request(
-        self, model: dict[str, Any] | BaseModel, *, gpu_memory_bytes: int | None = None
-    ) -> EstimateRequest:
-        """The estimator's request for the cleaned form and a resolved model description;
-        ``gpu_memory_bytes`` (the chosen card's) is what vLLM sizes its pool from."""
+    def estimate_fields(self, model: dict[str, Any] | BaseModel) -> dict[str, Any]:
+        """The estimator's request fields for the cleaned form and a resolved model description
+        (vLLM's GPU memory comes from the chosen card: ``calculation.request_on_card``)."""
         c = self.cleaned_data
         mode = c["mode"]
         training = mode != "inference"
@@ -599,8 +650,8 @@ class CalculatorForm(forms.Form):
         if payload["runtime"] == "llama_cpp":
             payload["llama_cpp"] = self._llama_cpp_options()
         elif payload["runtime"] == "vllm":
-            payload["vllm"] = self._vllm_settings(gpu_memory_bytes)
-        return EstimateRequest.model_validate(payload)
+            payload["vllm"] = self._vllm_settings()
+        return payload
 
     def _stack_switches(self) -> dict[str, Any]:
         """The training stack and the switches the visitor set (empty ones: the stack's)."""
@@ -636,11 +687,10 @@ class CalculatorForm(forms.Form):
             "n_gpu_layers": c.get("ngl"),
         }
 
-    def _vllm_settings(self, gpu_memory_bytes: int | None) -> dict[str, Any]:
+    def _vllm_settings(self) -> dict[str, Any]:
         """vllm serve options: the context length is --max-model-len."""
         c = self.cleaned_data
         return {
-            "gpu_memory_bytes": gpu_memory_bytes,
             "gpu_memory_utilization": c.get("util") or DEFAULTS["util"],
             "max_model_len": c["seq"],
             "max_num_seqs": c.get("max_seqs"),

@@ -5,7 +5,8 @@ Functions of the estimator's result and plain values; no queries and no request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from django.utils.formats import number_format
 from django.utils.functional import Promise
@@ -283,6 +284,21 @@ def runtime_fits(result: EstimateResult, usable_bytes: int) -> bool:
     return result.total_bytes <= usable_bytes
 
 
+def runtime_verdict(
+    result: EstimateResult, usable_bytes: int, nominal_bytes: int, *, block_size: int = 16
+) -> Verdict:
+    """The card's verdict as the runtime decides (``runtime_fits``). vLLM: its start-up share
+    against the card; when that fits but one max_model_len request does not fit its pool of
+    ``block_size``-token blocks, it does not start and the shortfall is the missing blocks."""
+    memory = verdict(vllm_start_bytes(result), usable_bytes, nominal_bytes)
+    started = result.vllm
+    if started is None or not memory.fits or started.fits:
+        return memory
+    block_bytes = started.kv_bytes_per_token * block_size
+    missing = max(started.blocks_per_request - started.num_gpu_blocks, 1) * block_bytes
+    return replace(memory, fits=False, shortfall_gib=gib(missing), shortfall_bytes=missing)
+
+
 def verdict(total_bytes: int, usable_bytes: int, nominal_bytes: int) -> Verdict:
     fits = total_bytes <= usable_bytes
     headroom = 100 * (usable_bytes - total_bytes) / usable_bytes if usable_bytes else 0.0
@@ -452,11 +468,21 @@ class GpuGroup:
     gpus: list[GpuSpec]
 
 
-def gpu_fits(gpus: list[GpuSpec], totals: dict[int, int]) -> list[GpuGroup]:
-    """Catalogue GPUs grouped by how many of them hold the job, fewest first, smallest card first."""
+def gpu_fits(
+    gpus: list[GpuSpec],
+    totals: dict[int, int],
+    fits: Callable[[GpuSpec, int], bool] | None = None,
+) -> list[GpuGroup]:
+    """Catalogue GPUs grouped by how many of them hold the job, fewest first, smallest card first.
+    ``totals``: bytes per GPU when the job spans n of them; ``fits(gpu, n)``: whether n such
+    cards hold it (by default when a card's usable memory holds ``totals[n]``)."""
+
+    def holds(gpu: GpuSpec, n: int) -> bool:
+        return fits(gpu, n) if fits is not None else totals[n] <= gpu.usable_bytes
+
     groups: dict[int | None, list[GpuSpec]] = {}
     for gpu in gpus:
-        needed = next((n for n, total in sorted(totals.items()) if total <= gpu.usable_bytes), None)
+        needed = next((n for n in sorted(totals) if holds(gpu, n)), None)
         groups.setdefault(needed, []).append(gpu)
     ordered = sorted(groups.items(), key=lambda item: item[0] or 10**6)
     return [

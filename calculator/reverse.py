@@ -22,7 +22,7 @@ from calculator.estimator import (
     EstimateResult,
     resolve_architecture,
 )
-from calculator.estimator.core import llama_cpp_options, vllm_options
+from calculator.estimator.core import llama_cpp_options, llama_cpp_tensor_types, vllm_options
 from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.estimator.runtimes import longest_context_full_offload, longest_max_model_len
 from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
@@ -142,18 +142,13 @@ def _fits_in_memory(result: EstimateResult, usable_bytes: int) -> bool:
     return result.total_bytes <= usable_bytes
 
 
-def _vllm_starts(result: EstimateResult, usable_bytes: int) -> bool:
-    # As the calculator's verdict (presenters.runtime_fits).
-    return result.vllm is not None and runtime_fits(result, usable_bytes)
-
-
 # Whether a result fits, per runtime. transformers: its total (peak + CUDA context + allocator
 # reserve); llama.cpp: its GPU buffers with all layers offloaded, plus the CUDA context; vLLM: it
-# starts (calculator.calculation.Calculation.verdict decides the same way).
+# starts (presenters.runtime_fits, as the calculator's verdict).
 FITS: dict[str, Callable[[EstimateResult, int], bool]] = {
     "transformers": _fits_in_memory,
     "llama_cpp": _fits_in_memory,
-    "vllm": _vllm_starts,
+    "vllm": runtime_fits,
 }
 
 
@@ -428,6 +423,7 @@ def longest_context(
             llama_cpp_options(request),
             room,
             limit=max(limit * workload.batch_size, 256),
+            typed=llama_cpp_tensor_types(request),
         )
         return min(n_ctx // workload.batch_size, limit)
     if workload.runtime == "vllm":

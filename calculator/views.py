@@ -27,7 +27,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from calculator import forms as forms_module
 from calculator import presenters, ratelimit, reverse
-from calculator.calculation import Calculation, Card, own_card
+from calculator.calculation import Calculation, Card, own_card, request_on_card
 from calculator.estimator import ConfigError, ConfigModel, EstimateResult
 from calculator.forms import (
     DEFAULTS,
@@ -65,8 +65,10 @@ CUSTOM_FIELDS = (
 )  # fmt: skip
 
 
-# What the form template needs besides the form: field groups and the runtime presets.
+# What the form template needs besides the form: field groups, where each field applies and
+# the runtime presets.
 FORM_CONTEXT: dict[str, Any] = {
+    "applies": forms_module.FIELD_APPLIES,
     "custom_fields": CUSTOM_FIELDS,
     "llama_cpp_fields": forms_module.LLAMA_CPP_FIELDS,
     "vllm_fields": forms_module.VLLM_FIELDS,
@@ -333,9 +335,7 @@ def _calculate(
         else catalogue.gpu(form.cleaned_data.get("gpu") or "", DEFAULTS["gpu"])
     )
     try:
-        estimate_request = form.estimate_request(
-            model, gpu_memory_bytes=gpu.usable_bytes if gpu else None
-        )
+        estimate_request = request_on_card(form.estimate_fields(model), gpu)
         calculation = Calculation(
             estimate_request,
             catalogue=catalogue,

@@ -255,6 +255,13 @@ def llama_cpp_options(request: EstimateRequest) -> LlamaCppOptions:
     )
 
 
+def llama_cpp_tensor_types(request: EstimateRequest) -> list[tuple[GgufTensor, str]]:
+    """The tensor types of the request's GGUF file, from the memo the estimate reads: the lever
+    searches pass them on instead of computing them again."""
+    gguf_type = llama_cpp_options(request).gguf_type
+    return _gguf_types(request, resolve_architecture(request.model), gguf_type)
+
+
 def vllm_options(request: EstimateRequest) -> VllmOptions:
     """vLLM's options for one tensor-parallel rank of the request; without a ``quantization``,
     what the checkpoint's quantization_config says (as vLLM reads it)."""

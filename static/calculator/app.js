@@ -66,27 +66,23 @@ document.addEventListener("htmx:sendError", (event) => {
 });
 
 // Fields the chosen mode and runtime do not read (the page hides them) are disabled, so they stay
-// out of the request and of the address bar: links stay short and say what was used.
+// out of the request and of the address bar: links stay short and say what was used. Their
+// wrappers name the modes and runtimes that read them (data-modes, data-runtimes).
 function syncRuntimeFields(form) {
   const mode = form.querySelector("select[name=mode]");
   const runtime = form.querySelector("select[name=runtime]");
   const value = mode ? mode.value : "inference";
-  const inference = value === "inference";
-  const lora = value === "lora" || value === "qlora";
-  const active = inference && runtime ? runtime.value : "transformers";
-  const off = new Set();
-  const mark = (selector) => form.querySelectorAll(selector).forEach((field) => off.add(field));
-  const fields = " :is(input, select, textarea)";
-  if (inference) { mark(".only-training" + fields); mark(".only-full" + fields); }
-  else { mark(".only-inference" + fields); }
-  if (!lora) mark(".only-lora" + fields);
-  if (lora) mark(".only-full" + fields);
-  if (active !== "transformers") mark(".only-hf" + fields);
-  form.querySelectorAll("[data-runtime]").forEach((box) => {
-    if (box.dataset.runtime !== active) box.querySelectorAll("input, select, textarea").forEach((f) => off.add(f));
-  });
+  // Training runs on transformers whatever the runtime select says.
+  const active = value === "inference" && runtime ? runtime.value : "transformers";
+  const reads = (box, list, name) => !(list in box.dataset) || box.dataset[list].split(" ").includes(name);
+  const applies = (box) => reads(box, "modes", value) && reads(box, "runtimes", active);
+  const scoped = "[data-modes], [data-runtimes]";
   form.querySelectorAll("input, select, textarea").forEach((field) => {
-    if (field.closest(".only-training, .only-inference, .only-lora, .only-full, .only-hf, [data-runtime]")) field.disabled = off.has(field);
+    let box = field.closest(scoped);
+    if (!box) return;
+    let on = true;
+    for (; box; box = box.parentElement && box.parentElement.closest(scoped)) on = on && applies(box);
+    field.disabled = !on;
   });
 }
 document.addEventListener("change", (event) => {

@@ -784,11 +784,17 @@ def estimate_llama_cpp(
 
 # --- levers -----------------------------------------------------------------------------------
 def most_gpu_layers_that_fit(
-    arch: Architecture, options: LlamaCppOptions, gpu_memory_bytes: int
+    arch: Architecture,
+    options: LlamaCppOptions,
+    gpu_memory_bytes: int,
+    *,
+    typed: list[tuple[GgufTensor, str]] | None = None,
 ) -> int:
     """The largest ``-ngl`` whose GPU buffers fit in ``gpu_memory_bytes`` (0 if none does).
-    GPU bytes only grow with ``-ngl``, so a bisection over 0..layers+1 finds it."""
-    typed = gguf_tensor_types(arch, options.gguf_type)
+    GPU bytes only grow with ``-ngl``, so a bisection over 0..layers+1 finds it. ``typed``: as
+    for ``estimate_llama_cpp``."""
+    if typed is None:
+        typed = gguf_tensor_types(arch, options.gguf_type)
 
     def fits(ngl: int) -> bool:
         trial = options.model_copy(update={"n_gpu_layers": ngl})
@@ -807,11 +813,18 @@ def most_gpu_layers_that_fit(
 
 
 def longest_context_full_offload(
-    arch: Architecture, options: LlamaCppOptions, gpu_memory_bytes: int, limit: int = 1 << 21
+    arch: Architecture,
+    options: LlamaCppOptions,
+    gpu_memory_bytes: int,
+    limit: int = 1 << 21,
+    *,
+    typed: list[tuple[GgufTensor, str]] | None = None,
 ) -> int:
-    """The largest ``n_ctx`` (a multiple of 256) that fits fully offloaded; 0 if none does."""
+    """The largest ``n_ctx`` (a multiple of 256) that fits fully offloaded; 0 if none does.
+    ``typed``: as for ``estimate_llama_cpp``."""
     full = options.model_copy(update={"n_gpu_layers": None})
-    typed = gguf_tensor_types(arch, options.gguf_type)
+    if typed is None:
+        typed = gguf_tensor_types(arch, options.gguf_type)
 
     def fits(n_ctx: int) -> bool:
         trial = full.model_copy(update={"n_ctx": n_ctx})

@@ -18,7 +18,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from pydantic import TypeAdapter, ValidationError
 
-from calculator.calculation import Calculation, Card, own_card
+from calculator.calculation import Calculation, Card, own_card, with_card_memory
 from calculator.estimator import ConfigError, EstimateRequest
 from calculator.hub import HubError, hub_preset
 from calculator.models import GpuSpec
@@ -30,19 +30,17 @@ _REQUESTS: TypeAdapter[EstimateRequest | list[EstimateRequest]] = TypeAdapter(
 
 
 def _with_gpu_memory(text: str, card: Card | None) -> str:
-    """vLLM requests without ``vllm.gpu_memory_bytes`` get the chosen card's memory."""
+    """Each request on the chosen card (vLLM's memory from it, unless the request gives it)."""
     if card is None:
         return text
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return text
-    for request in data if isinstance(data, list) else [data]:
-        if isinstance(request, dict) and request.get("runtime") == "vllm":
-            settings = request.get("vllm")
-            settings = settings if isinstance(settings, dict) else {}
-            settings.setdefault("gpu_memory_bytes", card.usable_bytes)
-            request["vllm"] = settings
+    if isinstance(data, list):
+        data = [with_card_memory(r, card) if isinstance(r, dict) else r for r in data]
+    elif isinstance(data, dict):
+        data = with_card_memory(data, card)
     return json.dumps(data)
 
 
