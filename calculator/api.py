@@ -49,8 +49,13 @@ api = NinjaAPI(
 
 class PresetModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # No NUL character in a name, a repository id or a slug: PostgreSQL text cannot hold one, so
+    # it is refused here (422) rather than by the database (500).
     preset: str = Field(
-        min_length=1, max_length=200, description="A catalogue slug or alias, e.g. 'qwen2-7b'."
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00]*$",
+        description="A catalogue slug or alias, e.g. 'qwen2-7b'.",
     )
 
 
@@ -59,6 +64,7 @@ class HubModel(BaseModel):
     hub: str = Field(
         min_length=1,
         max_length=300,
+        pattern=r"^[^\x00]*$",
         description="A Hugging Face Hub model repository id ('microsoft/phi-2') or its URL; "
         "fetched once from the Hub (HF_ENDPOINT) and kept as an imported preset.",
     )
@@ -83,6 +89,7 @@ class ApiEstimateRequest(EstimateRequest):
     gpu: str | None = Field(
         default=None,
         max_length=100,
+        pattern=r"^[^\x00]*$",
         description="A GPU slug from /gpus for a fit verdict (and, for the vllm runtime, the "
         "card whose memory vLLM divides).",
     )

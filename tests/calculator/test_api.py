@@ -125,3 +125,18 @@ def test_a_nul_character_in_the_model_search_is_a_422_not_a_500(client):
     response = client.get("/api/v1/models", {"q": "llama\x00"})
     assert response.status_code == 422
     assert [error["field"] for error in response.json()["errors"]] == ["query.q"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"model": {"preset": "qwen2-7b\x00"}},
+        {"model": {"hub": "Qwen/Qwen2-7B\x00"}},
+        {"model": {"preset": "qwen2-7b"}, "gpu": "rtx-4090\x00"},
+    ],
+)
+def test_a_nul_character_in_a_name_slug_or_repository_is_a_422_not_a_500(client, body):
+    # Each of these reached a database query; PostgreSQL refuses NUL in text parameters (found by
+    # schemathesis under make test-services: a 500 on the preset name).
+    response = client.post("/api/v1/estimate", body, content_type="application/json")
+    assert response.status_code == 422
