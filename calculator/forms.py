@@ -252,6 +252,23 @@ FIELD_APPLIES: dict[str, Applies] = {
 }
 
 
+def check_runtime(form: forms.Form, cleaned: dict[str, Any], *, gpus_field: str) -> None:
+    """The runtime rules of the calculator and the fits page (same messages): llama.cpp and
+    vLLM serve models, and the llama.cpp estimate covers one GPU. Sets the default runtime."""
+    runtime = cleaned["runtime"] = cleaned.get("runtime") or "transformers"
+    if runtime != "transformers" and cleaned.get("mode") not in (None, "inference"):
+        form.add_error(
+            "runtime",
+            _(
+                "llama.cpp and vLLM serve models (inference); choose Hugging Face transformers for training."
+            ),
+        )
+    if runtime == "llama_cpp" and (cleaned.get(gpus_field) or 1) > 1:
+        form.add_error(
+            gpus_field, _("The llama.cpp estimate covers one GPU; set the number of GPUs to 1.")
+        )
+
+
 def unused_runtime_keys(query: Any) -> frozenset[str]:
     """Permalink keys the chosen mode and runtime do not read (left out of links to keep them
     short), as ``FIELD_APPLIES`` says."""
@@ -566,18 +583,7 @@ class CalculatorForm(forms.Form):
                         self.add_error("config", _("A config.json is a JSON object ({…})."))
                     else:
                         cleaned["config_dict"] = parsed
-        runtime = cleaned["runtime"] = cleaned.get("runtime") or "transformers"
-        if runtime != "transformers" and cleaned.get("mode") not in (None, "inference"):
-            self.add_error(
-                "runtime",
-                _(
-                    "llama.cpp and vLLM serve models (inference); choose Hugging Face transformers for training."
-                ),
-            )
-        if runtime == "llama_cpp" and (cleaned.get("gpus") or 1) > 1:
-            self.add_error(
-                "gpus", _("The llama.cpp estimate covers one GPU; set the number of GPUs to 1.")
-            )
+        check_runtime(self, cleaned, gpus_field="gpus")
         gpus, tp = cleaned.get("gpus"), cleaned.get("tp")
         if gpus and tp and gpus % tp:
             self.add_error("tp", _("Tensor parallel must divide the number of GPUs."))
@@ -831,17 +837,5 @@ class FitsForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        runtime = cleaned["runtime"] = cleaned.get("runtime") or "transformers"
-        # The same rules, and the same messages, as the calculator form's.
-        if runtime != "transformers" and cleaned.get("mode") not in (None, "inference"):
-            self.add_error(
-                "runtime",
-                _(
-                    "llama.cpp and vLLM serve models (inference); choose Hugging Face transformers for training."
-                ),
-            )
-        if runtime == "llama_cpp" and (cleaned.get("count") or 1) > 1:
-            self.add_error(
-                "count", _("The llama.cpp estimate covers one GPU; set the number of GPUs to 1.")
-            )
+        check_runtime(self, cleaned, gpus_field="count")
         return cleaned

@@ -52,9 +52,6 @@ FILTERS = {
         "phase_label",
         "stack_label",
         "switches_summary",
-        "precision_label",
-        "assumption_text",
-        "source_text",
     )
 }
 
@@ -90,7 +87,12 @@ def blocktranslate(message: str, **values: Any) -> Markup:
 def django_template(context: Context, name: str) -> Markup:
     """A Django template rendered inside a fragment with the fragment's values (the parts of the
     result that are not on the recompute's path stay in the Django template language)."""
-    values = dict(context.get_all())
+    # The fragment's values, not the Jinja2 globals (``_``, ``url``, …).
+    values = {
+        key: value
+        for key, value in context.get_all().items()
+        if key not in context.environment.globals
+    }
     return Markup(render_to_string(name, values, request=values.get("request")))
 
 
