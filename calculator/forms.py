@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
@@ -267,6 +268,13 @@ def check_runtime(form: forms.Form, cleaned: dict[str, Any], *, gpus_field: str)
         form.add_error(
             gpus_field, _("The llama.cpp estimate covers one GPU; set the number of GPUs to 1.")
         )
+
+
+# The custom architecture's fields: read only when the model comes from them.
+CUSTOM_FIELDS = (
+    "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter", "vocab", "experts",
+    "active_experts",
+)  # fmt: skip
 
 
 def unused_runtime_keys(query: Any) -> frozenset[str]:
@@ -547,6 +555,36 @@ class CalculatorForm(forms.Form):
             "Any card not in the list: its memory as marketed. Counts 98.5% of it as usable, as the driver reports for most cards."
         ),
     }
+
+    def unread_fields(self) -> frozenset[str]:
+        """Fields the submitted mode, runtime and model source do not read: those links leave
+        out (``FIELD_APPLIES``), the custom architecture unless the model comes from it, and the
+        pasted config unless it is the source. The runtime is always read: a serving runtime
+        asked for with a training mode gets a message (``check_runtime``), not a silent default."""
+        source = self.data.get("source") or "preset"
+        unread = unused_runtime_keys(self.data) - {"runtime"}
+        if source != "custom":
+            unread |= frozenset(CUSTOM_FIELDS)
+        if source != "config":
+            unread |= {"config"}
+        return unread
+
+    def _clean_fields(self) -> None:
+        # Only the fields this request reads are cleaned (issue 16: a recompute cleaned all ~60
+        # for every keystroke). The others are left out of ``cleaned_data``, as a link leaves
+        # them out, and a value the page hides cannot fail the form. Each field is cleaned
+        # straight from the data, as Django does for a form like this one (no prefix, no
+        # disabled or file fields, no clean_<field> methods: tests/calculator/test_forms.py),
+        # without building a BoundField per field, which was half of the form's time.
+        unread = self.unread_fields()
+        for name, field in self.fields.items():
+            if name in unread:
+                continue
+            try:
+                value = field.widget.value_from_datadict(self.data, self.files, name)
+                self.cleaned_data[name] = field.clean(value)
+            except ValidationError as error:
+                self.add_error(name, error)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

@@ -99,7 +99,8 @@ class ModelPreset(models.Model):
     )
     imported_at = models.DateTimeField(_("imported at"), null=True, blank=True)
     seed_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
-    updated_at = models.DateTimeField(auto_now=True)
+    # Indexed: `selectors.catalogue_version` reads its maximum on every request.
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
 
     class Meta:
         ordering = ["family", "params_total", "display_name"]
@@ -235,7 +236,8 @@ class GpuSpec(models.Model):
     notes = models.TextField(_("notes"), blank=True)
     active = models.BooleanField(_("active"), default=True)
     seed_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
-    updated_at = models.DateTimeField(auto_now=True)
+    # Indexed: `selectors.catalogue_version` reads its maximum on every request.
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
 
     class Meta:
         ordering = ["-memory_gb", "name"]

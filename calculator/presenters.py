@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from django.utils.formats import number_format
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
 from calculator.models import GpuSpec
+from calculator.templatetags.calculator_format import decimal
 
 GIB = 1 << 30
 
@@ -144,7 +144,7 @@ def checkpoint_weights_text(result: EstimateResult) -> str:
 
 
 def _n(value: float) -> str:
-    return number_format(value, 0, use_l10n=True, force_grouping=True)
+    return decimal(value, 0)
 
 
 def formula(key: str, request: EstimateRequest, result: EstimateResult, arch: Architecture) -> str:

@@ -30,6 +30,7 @@ from calculator import presenters, ratelimit, reverse
 from calculator.calculation import Calculation, Card, own_card, request_on_card
 from calculator.estimator import ConfigError, ConfigModel, EstimateResult
 from calculator.forms import (
+    CUSTOM_FIELDS,
     DEFAULTS,
     FITS_MODE_CHOICES,
     PERMALINK_KEYS,
@@ -58,12 +59,6 @@ PASTED_CONFIG_ID = re.compile(r"[A-Za-z0-9_-]{22}")
 # Longer pasted configs are stored and linked by id (gunicorn's request line is 8190 bytes).
 MAX_LINKED_CONFIG_CHARS = 2_000
 FIELDS_WITH_ERRORS = tuple(name for name in CalculatorForm.base_fields if name != "gpu")
-
-CUSTOM_FIELDS = (
-    "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter", "vocab", "experts",
-    "active_experts",
-)  # fmt: skip
-
 
 # What the form template needs besides the form: field groups, where each field applies and
 # the runtime presets.

@@ -17,8 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.template.loader import render_to_string
-from django.urls import reverse
-from django.utils.translation import gettext, trans_real
+from django.urls import get_script_prefix, reverse
 from jinja2 import ChainableUndefined, Environment, pass_context
 from jinja2.runtime import Context
 from markupsafe import Markup
@@ -56,31 +55,16 @@ FILTERS = {
 }
 
 
-def _gettext(message: str) -> str:
-    # The catalogue of the fragment's language, looked up once per language and message: Django's
-    # gettext finds the active language through a thread-local on every call. The memo lives on
-    # the catalogue object, so a reloaded catalogue starts a new one.
-    language = fmt.RENDER_LANGUAGE.get()
-    if language is None:
-        return gettext(message)
-    catalogue = trans_real.translation(language)
-    memo: dict[str, str] = catalogue.__dict__.setdefault("fragment_memo", {})
-    text = memo.get(message)
-    if text is None:
-        text = memo[message] = str(catalogue.gettext(message))
-    return text
-
-
 def translate(message: str) -> str:
     """``{% translate "text" %}``: its catalogue key has every % doubled, as Django writes it."""
     if "%" not in message:
-        return _gettext(message)
-    return _gettext(message.replace("%", "%%")).replace("%%", "%")
+        return fmt.gettext_memo(message)
+    return fmt.gettext_memo(message.replace("%", "%%")).replace("%%", "%")
 
 
 def blocktranslate(message: str, **values: Any) -> Markup:
     """``{% blocktranslate %}``: the translated text with the (escaped) values filled in."""
-    return Markup(_gettext(message)) % values
+    return Markup(fmt.gettext_memo(message)) % values
 
 
 @pass_context
@@ -96,8 +80,19 @@ def django_template(context: Context, name: str) -> Markup:
     return Markup(render_to_string(name, values, request=values.get("request")))
 
 
+_URLS: dict[tuple[Any, ...], str] = {}
+
+
 def url(name: str, *args: Any) -> str:
-    return reverse(name, args=args)
+    # Resolved once per language, script prefix and arguments: reversing was a twentieth of the
+    # fragment's rendering. A saved result's id is an argument, so the memo is bounded.
+    key = (fmt.active_language(), get_script_prefix(), name, *args)
+    found = _URLS.get(key)
+    if found is None:
+        if len(_URLS) > 1000:
+            _URLS.clear()
+        found = _URLS[key] = reverse(name, args=args)
+    return found
 
 
 def environment(**options: Any) -> Environment:
@@ -112,5 +107,6 @@ def environment(**options: Any) -> Environment:
         django_template=django_template,
         url=url,
         query_with=fmt.query_with,
+        urlencoded=fmt.urlencoded,
     )
     return env

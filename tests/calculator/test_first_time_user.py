@@ -331,3 +331,17 @@ def test_fast_number_format_matches_djangos(language):
                 rounded = Decimal(repr(value)).quantize(step, rounding=ROUND_HALF_UP)
                 expected = number_format(rounded, places, use_l10n=True, force_grouping=True)
                 assert decimal(value, places) == expected
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "de", "zh-hans"])
+def test_whole_numbers_are_formatted_exactly_however_large(language):
+    """Parameter and byte counts go through the integer path: exact beyond float's 2⁵³, and
+    grouped as Django groups them. 456,089,655,296 is MiniMax-M1's parameter count."""
+    from django.utils.formats import number_format
+
+    from calculator.templatetags.calculator_format import decimal
+
+    with translation.override(language):
+        for value in (0, 7, 4096, 456_089_655_296, 2**60 + 1):
+            assert decimal(value, 0) == number_format(value, 0, use_l10n=True, force_grouping=True)
+    assert decimal(2**60 + 1, 0).replace(",", "") == "1152921504606846977"

@@ -42,6 +42,8 @@ class BuildFile(makemessages.BuildFile):
 
 class Command(makemessages.Command):
     build_file_class = BuildFile
+    # calculator_format.gettext_memo is gettext, memoised: its messages are extracted too.
+    xgettext_options = [*makemessages.Command.xgettext_options, "--keyword=gettext_memo"]
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options.get("domain", "django") == "django" and not options.get("extensions"):
