@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
 from calculator.models import GpuSpec
-from calculator.templatetags.calculator_format import decimal
+from calculator.templatetags.calculator_format import decimal, gettext_memo, labels
 
 GIB = 1 << 30
 
@@ -30,6 +30,7 @@ COMPONENTS = [
     ("cuda_context", _("CUDA context"), "#8a8a8a"),
     ("allocator_reserve", _("Allocator reserve"), "#bdbdbd"),
 ]
+COMPONENT_LABELS = {key: label for key, label, _color in COMPONENTS}
 
 EXPLANATIONS = {
     "weights": _(
@@ -106,15 +107,18 @@ def breakdown_rows(
     values = result.breakdown.model_dump()
     total = result.total_bytes or 1
     rows = []
-    for key, label, color in COMPONENTS:
+    # The texts in the active language, translated once per language (labels()).
+    label_texts, explanations = labels(COMPONENT_LABELS), labels(EXPLANATIONS)
+    runtime_texts = labels(RUNTIME_EXPLANATIONS)
+    for key, _label, color in COMPONENTS:
         if not values.get(key):
             continue
-        explanation = str(EXPLANATIONS[key])
-        runtime_text = RUNTIME_EXPLANATIONS.get((result.runtime, key))
+        explanation = explanations[key]
+        runtime_text = runtime_texts.get((result.runtime, key))
         if key == "weights" and result.checkpoint_weight_bytes is not None:
             explanation = f"{runtime_text or explanation} {checkpoint_weights_text(result)}"
         elif runtime_text is not None:
-            explanation = str(runtime_text)
+            explanation = runtime_text
         elif request is not None and arch is not None:
             plugged = formula(key, request, result, arch)
             if plugged:
@@ -122,7 +126,7 @@ def breakdown_rows(
         rows.append(
             Row(
                 key,
-                str(label),
+                label_texts[key],
                 color,
                 values[key],
                 gib(values[key]),
@@ -136,7 +140,7 @@ def breakdown_rows(
 def checkpoint_weights_text(result: EstimateResult) -> str:
     """The weight line of a pre-quantized checkpoint in its own format: its stored bytes."""
     return str(
-        _(
+        gettext_memo(
             "= %(bytes)s bytes as the checkpoint stores them (scales, zero points and unquantized layers included); %(share)s bytes on this GPU."
         )
         % {"bytes": _n(result.checkpoint_weight_bytes or 0), "share": _n(result.breakdown.weights)}
@@ -165,7 +169,7 @@ def formula(key: str, request: EstimateRequest, result: EstimateResult, arch: Ar
     if key == "weights":
         return _weights_formula(request, result, arch, bytes_of)
     if key == "kv_cache":
-        return _(
+        return gettext_memo(
             "= 2 × %(layers)s layers × %(kv)s KV heads × %(dim)s × %(bytes)s bytes × %(batch)s × %(seq)s tokens."
         ) % {
             "layers": arch.num_layers,
@@ -177,24 +181,32 @@ def formula(key: str, request: EstimateRequest, result: EstimateResult, arch: Ar
         }
     if key == "logits":
         if request.mode == "inference":
-            return _("= %(batch)s × %(vocab)s vocabulary entries, last position only.") % {
+            return gettext_memo(
+                "= %(batch)s × %(vocab)s vocabulary entries, last position only."
+            ) % {
                 "batch": request.batch_size,
                 "vocab": _n(arch.vocab_size),
             }
-        return _(
+        return gettext_memo(
             "= %(tokens)s tokens × %(vocab)s vocabulary entries × 4 bytes, up to three at once."
         ) % {
             "tokens": _n(tokens),
             "vocab": _n(arch.vocab_size),
         }
     if key in {"gradients", "optimizer_states"} and result.params_trainable:
-        return _("%(params)s trained parameters.") % {"params": _n(result.params_trainable)}
+        return gettext_memo("%(params)s trained parameters.") % {
+            "params": _n(result.params_trainable)
+        }
     if key == "master_weights":
-        return _("= %(params)s parameters × 4 bytes.") % {"params": _n(result.params_total)}
+        return gettext_memo("= %(params)s parameters × 4 bytes.") % {
+            "params": _n(result.params_total)
+        }
     if key == "adapters":
-        return _("= %(params)s parameters × 4 bytes.") % {"params": _n(result.params_trainable)}
+        return gettext_memo("= %(params)s parameters × 4 bytes.") % {
+            "params": _n(result.params_trainable)
+        }
     if key == "activations":
-        return _("%(tokens)s tokens × %(layers)s layers, hidden size %(hidden)s.") % {
+        return gettext_memo("%(tokens)s tokens × %(layers)s layers, hidden size %(hidden)s.") % {
             "tokens": _n(tokens),
             "layers": arch.num_layers,
             "hidden": _n(arch.hidden_size),
@@ -212,14 +224,14 @@ def _weights_formula(
     if request.mixed_precision:
         precision = "fp32"
     if not quantized:
-        text = _("= %(params)s parameters × %(bytes)s bytes.") % {
+        text = gettext_memo("= %(params)s parameters × %(bytes)s bytes.") % {
             "params": _n(result.params_total),
             "bytes": bytes_of.get(precision, "2"),
         }
     else:
         linear = min(arch.linear_params, result.params_total)
         kept_dtype = "fp32" if request.mode == "qlora" else "bf16"
-        text = _(
+        text = gettext_memo(
             "= %(linear)s parameters of linear layers × %(bytes)s bytes + %(kept)s parameters of embeddings, LM head and norms, kept in %(dtype)s, × %(kept_bytes)s bytes."
         ) % {
             "linear": _n(linear),
@@ -230,7 +242,7 @@ def _weights_formula(
         }
     shards = request.num_gpus if request.zero_stage == 3 else request.tensor_parallel
     if shards > 1:
-        text += " " + _("Split over %(n)s GPUs.") % {"n": shards}
+        text += " " + gettext_memo("Split over %(n)s GPUs.") % {"n": shards}
     return str(text)
 
 

@@ -188,7 +188,8 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
         if reswap:
             response["HX-Reswap"] = reswap
         return response
-    response = _index(request)
+    with fragment_language():  # the request's language, looked up once for every figure
+        response = _index(request)
     cacheable = response.status_code == 200 and "no-store" not in response.get("Cache-Control", "")
     if key and cacheable and _seen_before(key):
         cache.set(key, (response.content, response.get("HX-Reswap")), RESULT_CACHE_SECONDS)
@@ -241,8 +242,7 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
         return _export(request, export, context)
     if request.htmx and not request.htmx.history_restore_request:
         # The recompute's answer is all Jinja2 (config/jinja2.py says why).
-        with fragment_language():
-            response = render(request, "calculator/_result.jinja", context, using="jinja2")
+        response = render(request, "calculator/_result.jinja", context, using="jinja2")
         if "result" not in context:
             # Keep the last valid result on screen (dimmed); only the field messages change.
             response["HX-Reswap"] = "none"

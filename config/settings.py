@@ -171,10 +171,10 @@ TEMPLATES = [
         "APP_DIRS": False,
         "OPTIONS": {
             "environment": "config.jinja2.environment",
-            "context_processors": [
-                "django.template.context_processors.i18n",
-                "calculator.i18n.language_links",
-            ],
+            # None: the recompute's fragment reads only the view's values. (The language
+            # switcher, which needs the i18n values, is part of whole pages: app.js keeps its
+            # links on the page's current URL.)
+            "context_processors": [],
         },
     },
 ]

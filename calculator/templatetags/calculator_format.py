@@ -293,8 +293,8 @@ def switches_summary(switches: Any) -> str:
 
 @contextmanager
 def fragment_language() -> Iterator[None]:
-    """While a Jinja2 fragment renders, its figures and texts use the active language, looked
-    up once (see RENDER_LANGUAGE)."""
+    """While a Jinja2 fragment renders (and while the calculator computes the result it shows),
+    its figures and texts use the active language, looked up once (see RENDER_LANGUAGE)."""
     token = RENDER_LANGUAGE.set(get_language())
     try:
         yield

@@ -12,6 +12,18 @@ function revealCopyButtons() {
 document.addEventListener("DOMContentLoaded", revealCopyButtons);
 document.addEventListener("htmx:afterSettle", revealCopyButtons);
 
+// The language links carry the page's inputs (?next=…). A recompute changes the URL without
+// reloading the page, so each link takes the current URL as it is about to be used: pointer
+// down (click, middle click, context menu, touch) or keyboard focus.
+function syncLanguageLinks(event) {
+  const link = event.target.closest ? event.target.closest("#lang-switch a[hreflang]") : null;
+  if (!link) return;
+  const url = new URL(link.href, location.href);
+  url.searchParams.set("next", location.pathname + location.search);
+  link.href = url.pathname + url.search;
+}
+["pointerdown", "focusin", "click"].forEach((type) => document.addEventListener(type, syncLanguageLinks, true));
+
 // A pasted config can be far longer than a URL may be (gunicorn refuses request lines over
 // 8190 bytes): the page posts it instead; the server answers with a short permalink.
 document.addEventListener("htmx:configRequest", (event) => {

@@ -46,3 +46,23 @@ def test_switching_language_keeps_the_inputs(page, live_server):
     page.goto(page.url.replace("/ja/", "/de/"))
     de_total = page.locator("#result .total .num").inner_text()
     assert ja_total.replace(",", ".") == de_total.replace(",", ".")
+
+
+def test_the_language_links_follow_the_inputs_changed_on_the_page(page, live_server):
+    """A recompute changes the URL without reloading; the switcher then carries the new inputs
+    (app.js), by mouse and by keyboard. Before issue 16 the server re-sent the switcher with
+    every recompute."""
+    page.goto(live_server.url + "/?model=Mistral+7B&mode=lora&batch=3&seq=1024")
+    page.fill("#id_batch", "5")
+    page.wait_for_url("**batch=5**")
+    page.click("#lang-switch a[hreflang=de]")
+    page.wait_for_url("**/de/?**")
+    assert "batch=5" in page.url
+    assert page.locator("#id_batch").input_value() == "5"
+    page.fill("#id_seq", "2048")
+    page.wait_for_url("**seq=2048**")
+    page.focus("#lang-switch a[hreflang=fr]")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/fr/?**")
+    assert "seq=2048" in page.url and "batch=5" in page.url
+    assert page.server_errors == []
