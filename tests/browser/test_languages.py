@@ -64,5 +64,6 @@ def test_the_language_links_follow_the_inputs_changed_on_the_page(page, live_ser
     page.focus("#lang-switch a[hreflang=fr]")
     page.keyboard.press("Enter")
     page.wait_for_url("**/fr/?**")
-    assert "seq=2048" in page.url and "batch=5" in page.url
+    assert "seq=2048" in page.url
+    assert "batch=5" in page.url
     assert page.server_errors == []
