@@ -17,6 +17,7 @@ from django.http import (
     QueryDict,
 )
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.datastructures import MultiValueDict
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
@@ -91,15 +92,19 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-def form_data(query: QueryDict) -> QueryDict:
+_DEFAULT_VALUES = {
+    key: [str(item) for item in value] if isinstance(value, list) else [str(value)]
+    for key, value in DEFAULTS.items()
+}
+
+
+def form_data(query: QueryDict) -> MultiValueDict[str, str]:
     """The submitted values over the defaults, so a partial permalink still works. A stored
-    pasted config (``cfg``) fills the config field when the text itself is not submitted."""
-    data = QueryDict(mutable=True)
-    for key, value in DEFAULTS.items():
-        if isinstance(value, list):
-            data.setlist(key, value)
-        else:
-            data[key] = str(value)
+    pasted config (``cfg``) fills the config field when the text itself is not submitted.
+    (A MultiValueDict, as a form reads it: a QueryDict would convert each default again.)"""
+    data: MultiValueDict[str, str] = MultiValueDict(
+        {key: list(values) for key, values in _DEFAULT_VALUES.items()}
+    )
     submitted = {key for key in query if key in CalculatorForm.base_fields}
     for key in submitted:
         data.setlist(key, query.getlist(key))
