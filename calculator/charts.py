@@ -3,7 +3,7 @@
 Each chart is a plain dataclass in SVG user units: the plot box inside a fixed viewBox, the data
 points mapped into it, axis ticks that carry their values (the template formats and translates
 them), and the extras a chart needs (the GPU's usable-memory line, the current point). The
-template (templates/calculator/_charts.html) only draws what is here, so the geometry is tested
+template (templates/jinja2/calculator/_charts.jinja) only draws what is here, so the geometry is tested
 without rendering.
 
 Axes: context length and batch size double from point to point, so their axis is base-2

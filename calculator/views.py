@@ -317,7 +317,7 @@ def _more_part(
     result that the page loads after the rest."""
     if form.is_valid():
         context.update(_calculate(form, catalogue_for(request), part="more"))
-    return render(request, "calculator/_more.html", context)
+    return render(request, "calculator/_more.jinja", context, using="jinja2")
 
 
 def _calculate(

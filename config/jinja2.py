@@ -1,8 +1,10 @@
 """The Jinja2 environment for the result fragment, the part of the page every recompute renders.
 
 Jinja2 compiles a template to Python, so the fragment renders several times faster than through
-the Django template language (issue 16: rendering was over half of a never-seen recompute). The
-rest of the site stays in Django templates; `{% jinja %}` (calculator_format) embeds a fragment.
+the Django template language (issue 16: rendering was over half of a never-seen recompute). Both
+answers of a recompute are Jinja2: the first view (_result.jinja) and the advice, GPU list and
+charts it loads next (_more.jinja). The rest of the site stays in Django templates; `{% jinja %}`
+(calculator_format) embeds a fragment.
 
 Translation keeps Django's semantics, so one catalogue serves both engines: ``_("text")`` is
 ``{% translate "text" %}`` (the translation is escaped like any value), and
@@ -16,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
 from jinja2 import ChainableUndefined, Environment, pass_context
 from jinja2.runtime import Context
@@ -51,6 +52,8 @@ FILTERS = {
         "phase_label",
         "stack_label",
         "switches_summary",
+        "assumption_text",
+        "source_text",
     )
 }
 
@@ -65,19 +68,6 @@ def translate(message: str) -> str:
 def blocktranslate(message: str, **values: Any) -> Markup:
     """``{% blocktranslate %}``: the translated text with the (escaped) values filled in."""
     return Markup(fmt.gettext_memo(message)) % values
-
-
-@pass_context
-def django_template(context: Context, name: str) -> Markup:
-    """A Django template rendered inside a fragment with the fragment's values (the parts of the
-    result that are not on the recompute's path stay in the Django template language)."""
-    # The fragment's values, not the Jinja2 globals (``_``, ``url``, …).
-    values = {
-        key: value
-        for key, value in context.get_all().items()
-        if key not in context.environment.globals
-    }
-    return Markup(render_to_string(name, values, request=values.get("request")))
 
 
 _URLS: dict[tuple[Any, ...], str] = {}
@@ -104,7 +94,6 @@ def environment(**options: Any) -> Environment:
     env.globals.update(
         _=translate,
         bt=blocktranslate,
-        django_template=django_template,
         url=url,
         query_with=fmt.query_with,
         urlencoded=fmt.urlencoded,

@@ -173,11 +173,12 @@ def _chart() -> Chart:
 
 def test_partial_draws_inline_svg_that_scales():
     html = render_to_string(
-        "calculator/_charts.html",
+        "calculator/_charts.jinja",
         {
             "memory_chart": _chart(),
             "speed_chart": throughput_chart([(1, 30.0), (2, 58.0)], current_batch=1),
         },
+        using="jinja2",
     )
     assert html.count("<svg") == 2
     assert 'viewBox="0 0 496 300"' in html
@@ -189,7 +190,9 @@ def test_partial_draws_inline_svg_that_scales():
 
 def test_partial_localises_labels_but_not_coordinates():
     with translation.override("de"):
-        html = render_to_string("calculator/_charts.html", {"memory_chart": _chart()})
+        html = render_to_string(
+            "calculator/_charts.jinja", {"memory_chart": _chart()}, using="jinja2"
+        )
     # 22.5 GiB usable is written the German way; the coordinates stay SVG numbers.
     assert "22,5" in html
     # Ticks 0, 10, 20, 30 GiB; the 30 GiB grid line sits at the top of the plot box.
@@ -199,7 +202,9 @@ def test_partial_localises_labels_but_not_coordinates():
 
 def test_partial_draws_the_vllm_chart_with_its_limit():
     chart = concurrency_chart(RTX_3090_POOL, current=(20000, 1.56), longest=31232)
-    html = render_to_string("calculator/_charts.html", {"concurrency_chart": chart})
+    html = render_to_string(
+        "calculator/_charts.jinja", {"concurrency_chart": chart}, using="jinja2"
+    )
     assert 'id="chart-concurrency"' in html
     assert 'id="chart-memory"' not in html  # vLLM's memory does not grow with the context
     assert 'class="beyond"' in html
@@ -210,7 +215,7 @@ def test_partial_draws_the_vllm_chart_with_its_limit():
 
 
 def test_partial_renders_nothing_without_charts():
-    assert render_to_string("calculator/_charts.html", {}).strip() == ""
+    assert render_to_string("calculator/_charts.jinja", {}, using="jinja2").strip() == ""
 
 
 # Llama 3.1 8B (meta-llama/Llama-3.1-8B config.json: 32 layers, 8 KV heads of head_dim
@@ -224,7 +229,7 @@ MIB = 1 << 20
 def test_vllm_charts_the_requests_its_fixed_pool_holds_not_memory(client):
     response = client.get(
         "/?model=Llama+3.1+8B&runtime=vllm&seq=20000&batched=20000&max_seqs=256"
-        "&gpu=rtx-3090-24gb&part=more"
+        "&gpu=rtx-3090-24gb"
     )
     assert response.status_code == 200
     assert "memory_chart" not in response.context
@@ -253,7 +258,7 @@ def test_vllm_charts_the_requests_its_fixed_pool_holds_not_memory(client):
 @pytest.mark.django_db
 def test_llama_cpp_memory_grows_by_the_kv_cache_of_every_slot(client):
     response = client.get(
-        "/?model=Llama+3.1+8B&runtime=llama_cpp&gpu=rtx-4090-24gb&seq=2048&batch=4&part=more"
+        "/?model=Llama+3.1+8B&runtime=llama_cpp&gpu=rtx-4090-24gb&seq=2048&batch=4"
     )
     chart = response.context["memory_chart"]
     assert response.context["chart_slots"] == 4
