@@ -97,11 +97,11 @@ def main() -> None:
     jobs = {"(none)": ("/_ping", 0)} | {name: (url, args.rounds) for name, url in ENDPOINTS.items()}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         counts = dict(
-            zip(jobs, pool.map(lambda job: instructions(valgrind, *job), jobs.values()), strict=True)
+            zip(
+                jobs, pool.map(lambda job: instructions(valgrind, *job), jobs.values()), strict=True
+            )
         )
-    per_request = {
-        name: (counts[name] - counts["(none)"]) / args.rounds for name in ENDPOINTS
-    }
+    per_request = {name: (counts[name] - counts["(none)"]) / args.rounds for name in ENDPOINTS}
     bare = per_request["bare view /_ping"]
     print(f"valgrind cachegrind, {args.rounds} requests per endpoint, in-process\n")
     print("| endpoint | million instructions per request | vs bare view |")

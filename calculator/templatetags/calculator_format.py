@@ -66,10 +66,10 @@ def gettext_memo(message: str) -> str:
     return text
 
 
-_LABELS: dict[tuple[str, int], dict[str, str]] = {}
+_LABELS: dict[tuple[str, int], dict[Any, str]] = {}
 
 
-def labels(choices: Mapping[str, Any] | Sequence[tuple[str, Any]]) -> dict[str, str]:
+def labels(choices: Mapping[Any, Any] | Sequence[tuple[Any, Any]]) -> dict[Any, str]:
     """The translated labels of a module-level choice list or mapping (lazy texts), made once
     per language. Keyed by the object's identity, so only for objects that live as long as the
     process."""

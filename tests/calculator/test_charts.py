@@ -228,8 +228,7 @@ MIB = 1 << 20
 @pytest.mark.django_db
 def test_vllm_charts_the_requests_its_fixed_pool_holds_not_memory(client):
     response = client.get(
-        "/?model=Llama+3.1+8B&runtime=vllm&seq=20000&batched=20000&max_seqs=256"
-        "&gpu=rtx-3090-24gb"
+        "/?model=Llama+3.1+8B&runtime=vllm&seq=20000&batched=20000&max_seqs=256&gpu=rtx-3090-24gb"
     )
     assert response.status_code == 200
     assert "memory_chart" not in response.context
