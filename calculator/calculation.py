@@ -543,7 +543,8 @@ class Calculation:
             if self.preset is not None and result.total_bytes > usable:
                 context["smaller_model"] = self.smaller_model(usable)
         if self.catalogue is not None:
-            totals = presenters.sharded_totals(request)
+            smallest = min((gpu.usable_bytes for gpu in self.catalogue.gpus), default=None)
+            totals = presenters.sharded_totals(request, enough_bytes=smallest)
             context["fits"] = presenters.gpu_fits(self.catalogue.gpus, totals)
         return context
 

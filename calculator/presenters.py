@@ -353,11 +353,17 @@ def with_changes(request: EstimateRequest, **changes: object) -> EstimateRequest
 SHARDING_STEPS = (1, 2, 4, 8, 16, 32, 64)
 
 
-def sharded_totals(request: EstimateRequest) -> dict[int, int]:
+def sharded_totals(request: EstimateRequest, enough_bytes: int | None = None) -> dict[int, int]:
     """Per-GPU total when the job is spread over n GPUs: tensor parallel for inference, ZeRO-3
-    for training (the usual way to fit a model that is too big for one card)."""
-    totals = {}
+    for training (the usual way to fit a model that is too big for one card).
+
+    ``enough_bytes`` (the smallest card's usable memory): the counts stop at the first whose
+    total every card holds, since no card then needs more (a 7B model: 1-2 estimates instead
+    of 7, on the request every recompute makes next)."""
+    totals: dict[int, int] = {}
     for n in SHARDING_STEPS:
+        if enough_bytes is not None and totals and min(totals.values()) <= enough_bytes:
+            break
         try:
             if request.mode == "inference":
                 changed = with_changes(request, num_gpus=n, tensor_parallel=n, zero_stage=0)

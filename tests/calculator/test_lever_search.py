@@ -68,3 +68,32 @@ def test_search_needs_few_estimator_runs(monkeypatch):
     presenters.largest_fitting(request, "seq_len", 24 * GIB, 1 << 22)
     # Bisection over 2^22 values takes 22 runs; memory linear in the context needs ~4.
     assert len(calls) <= 8
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "changes"),
+    [
+        ("llama-3.1-8b", {"mode": "inference"}),
+        ("llama-3.1-8b", {"mode": "full_finetune", "precision": "bf16"}),
+        ("mixtral-8x7b-v0.1", {"mode": "inference"}),
+        ("dbrx-instruct", {"mode": "lora"}),
+        ("gpt2", {"mode": "pretrain"}),
+    ],
+)
+def test_the_gpu_list_stops_counting_once_every_card_holds_the_job(name, changes):
+    """The GPU list from the counts up to the first that every catalogue card holds equals the
+    list from all seven counts (1-64 GPUs): no card needs more GPUs than that count."""
+    from calculator.models import GpuSpec
+
+    gpus = list(GpuSpec.objects.filter(active=True))
+    assert len(gpus) > 10  # the catalogue the migrations and load_presets put in the test database
+    smallest = min(gpu.usable_bytes for gpu in gpus)
+    request = EstimateRequest.model_validate(
+        {"model": {"config": load_validation_config(name)}, **changes}
+    )
+    every_count = presenters.sharded_totals(request)
+    stopped = presenters.sharded_totals(request, enough_bytes=smallest)
+    assert presenters.gpu_fits(gpus, stopped) == presenters.gpu_fits(gpus, every_count)
+    if min(every_count.values()) <= smallest:  # some count fits every card: fewer estimates
+        assert len(stopped) < len(every_count)
