@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from django import forms
@@ -280,8 +281,13 @@ CUSTOM_FIELDS = (
 def unused_runtime_keys(query: Any) -> frozenset[str]:
     """Permalink keys the chosen mode and runtime do not read (left out of links to keep them
     short), as ``FIELD_APPLIES`` says."""
-    mode = query.get("mode", "inference")
-    runtime = query.get("runtime") or "transformers"
+    return _unused_keys(
+        str(query.get("mode", "inference")), str(query.get("runtime") or "transformers")
+    )
+
+
+@lru_cache(maxsize=64)  # a handful of modes × runtimes; asked on every recompute
+def _unused_keys(mode: str, runtime: str) -> frozenset[str]:
     return frozenset(
         key
         for key, applies in FIELD_APPLIES.items()
