@@ -94,3 +94,21 @@ def test_the_proxy_config_balances_over_the_web_service():
     assert "proxy_pass http://web;" in conf
     # Overwritten, not appended to, so a client cannot choose its own rate-limit address.
     assert "proxy_set_header X-Forwarded-For $remote_addr;" in conf
+
+
+def test_the_wsgi_module_freezes_what_lives_as_long_as_the_worker():
+    """gunicorn imports config.wsgi in each worker: the views and the estimator come with it,
+    and every object then alive is moved out of the garbage collector's full collections."""
+    import gc
+    import sys
+
+    frozen_before = gc.get_freeze_count()
+    sys.modules.pop("config.wsgi", None)
+    try:
+        import config.wsgi  # noqa: F401
+
+        assert "calculator.views" in sys.modules
+        assert "calculator.estimator" in sys.modules
+        assert gc.get_freeze_count() > frozen_before + 10_000  # the modules' objects, at least
+    finally:
+        gc.unfreeze()

@@ -97,3 +97,30 @@ def test_the_gpu_list_stops_counting_once_every_card_holds_the_job(name, changes
     assert presenters.gpu_fits(gpus, stopped) == presenters.gpu_fits(gpus, every_count)
     if min(every_count.values()) <= smallest:  # some count fits every card: fewer estimates
         assert len(stopped) < len(every_count)
+
+
+def test_the_estimate_memo_drops_the_least_recently_used_result(monkeypatch):
+    """Bounded, least recently used out: a full garbage collection walks every result it holds,
+    so an unbounded or large memo lengthens each worker's pauses (issue 16)."""
+    calls: list[int] = []
+
+    def counting(request):
+        calls.append(request.seq_len)
+        return estimate(request)
+
+    monkeypatch.setattr(presenters, "estimate", counting)
+    monkeypatch.setattr(presenters, "_ESTIMATE_CACHE_SIZE", 3)
+    presenters._ESTIMATES.clear()
+    base = EstimateRequest.model_validate({"model": {"config": load_validation_config("gpt2")}})
+    first, second, third, fourth = (
+        presenters.with_changes(base, seq_len=length) for length in (128, 256, 512, 1024)
+    )
+    for request in (first, second, third):
+        presenters.cached_estimate(request)
+    presenters.cached_estimate(first)  # used again: now the most recent
+    presenters.cached_estimate(fourth)  # the memo is full: the least recent (256) goes
+    assert len(presenters._ESTIMATES) == 3
+    presenters.cached_estimate(first)
+    presenters.cached_estimate(third)
+    presenters.cached_estimate(second)  # computed again
+    assert calls == [128, 256, 512, 1024, 256]
