@@ -13,8 +13,8 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
+from calculator.l10n import decimal, gettext_memo, labels
 from calculator.models import GpuSpec
-from calculator.templatetags.calculator_format import decimal, gettext_memo, labels
 
 GIB = 1 << 30
 

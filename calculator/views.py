@@ -41,6 +41,7 @@ from calculator.forms import (
     custom_model_payload,
 )
 from calculator.hub import HubError, hub_resolve
+from calculator.l10n import fragment_language
 from calculator.models import GpuSpec, ModelPreset, SavedResult, config_hash
 from calculator.selectors import (
     SNAPSHOT,
@@ -53,7 +54,6 @@ from calculator.selectors import (
     preset_suggest,
 )
 from calculator.services import pasted_config_store, saved_result_create
-from calculator.templatetags.calculator_format import fragment_language
 
 MAX_QUERY_CHARS = 16_000
 PASTED_CONFIG_ID = re.compile(r"[A-Za-z0-9_-]{22}")

@@ -23,6 +23,7 @@ from jinja2 import ChainableUndefined, Environment, pass_context
 from jinja2.runtime import Context
 from markupsafe import Markup
 
+from calculator import l10n
 from calculator.templatetags import calculator_format as fmt
 
 
@@ -61,13 +62,13 @@ FILTERS = {
 def translate(message: str) -> str:
     """``{% translate "text" %}``: its catalogue key has every % doubled, as Django writes it."""
     if "%" not in message:
-        return fmt.gettext_memo(message)
-    return fmt.gettext_memo(message.replace("%", "%%")).replace("%%", "%")
+        return l10n.gettext_memo(message)
+    return l10n.gettext_memo(message.replace("%", "%%")).replace("%%", "%")
 
 
 def blocktranslate(message: str, **values: Any) -> Markup:
     """``{% blocktranslate %}``: the translated text with the (escaped) values filled in."""
-    return Markup(fmt.gettext_memo(message)) % values
+    return Markup(l10n.gettext_memo(message)) % values
 
 
 _URLS: dict[tuple[Any, ...], str] = {}
@@ -76,7 +77,7 @@ _URLS: dict[tuple[Any, ...], str] = {}
 def url(name: str, *args: Any) -> str:
     # Resolved once per language, script prefix and arguments: reversing was a twentieth of the
     # fragment's rendering. A saved result's id is an argument, so the memo is bounded.
-    key = (fmt.active_language(), get_script_prefix(), name, *args)
+    key = (l10n.active_language(), get_script_prefix(), name, *args)
     found = _URLS.get(key)
     if found is None:
         if len(_URLS) > 1000:

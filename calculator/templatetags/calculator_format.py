@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,82 +9,13 @@ from django import template
 from django.forms import BoundField, Form
 from django.http import QueryDict
 from django.template import engines
-from django.utils.formats import get_format, number_format
 from django.utils.safestring import mark_safe
-from django.utils.translation import get_language, gettext, gettext_noop, trans_real
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
+
+from calculator.l10n import active_language, decimal, fragment_language, gettext_memo, labels
 
 register = template.Library()
-
-
-def decimal(value: float, places: int) -> str:
-    """A number rounded half-up to ``places`` decimals, grouped by thousands, in the active
-    locale's separators.
-
-    Django's ``number_format`` cuts extra decimals off (181.699 → "181.69"); every figure on
-    the page, in the exports and in the API rounds (→ "181.70"), so they agree. Formatting runs
-    dozens of times per page, so the separators are looked up once per language.
-    """
-    if places == 0 and isinstance(value, int):
-        text = f"{value:,}"  # exact, however large
-    else:
-        step = _STEPS.get(places) or _STEPS.setdefault(places, Decimal(1).scaleb(-places))
-        rounded = Decimal(repr(float(value))).quantize(step, rounding=ROUND_HALF_UP)
-        text = f"{rounded:,f}"
-    decimal_separator, thousand_separator = _separators()
-    if decimal_separator == "." and thousand_separator == ",":
-        return text
-    return text.replace(",", "\0").replace(".", decimal_separator).replace("\0", thousand_separator)
-
-
-_STEPS: dict[int, Decimal] = {}
-_SEPARATORS: dict[str, tuple[str, str]] = {}
-
-# The language of the fragment being rendered, set by `{% jinja %}`: a fragment formats about
-# fifty figures, and asking Django for the active language each time (a thread-local lookup)
-# was a tenth of the recompute's rendering.
-RENDER_LANGUAGE: ContextVar[str | None] = ContextVar("render_language", default=None)
-
-
-def active_language() -> str:
-    return RENDER_LANGUAGE.get() or get_language() or "en"
-
-
-def gettext_memo(message: str) -> str:
-    """Django's gettext in the active language, memoised per catalogue: Django finds the active
-    language through a thread-local on every call, and a recompute translates dozens of texts.
-    The memo lives on the catalogue object, so a reloaded catalogue starts a new one."""
-    catalogue = trans_real.translation(active_language())
-    memo: dict[str, str] = catalogue.__dict__.setdefault("fragment_memo", {})
-    text = memo.get(message)
-    if text is None:
-        text = memo[message] = str(catalogue.gettext(message))
-    return text
-
-
-_LABELS: dict[tuple[str, int], dict[Any, str]] = {}
-
-
-def labels(choices: Mapping[Any, Any] | Sequence[tuple[Any, Any]]) -> dict[Any, str]:
-    """The translated labels of a module-level choice list or mapping (lazy texts), made once
-    per language. Keyed by the object's identity, so only for objects that live as long as the
-    process."""
-    key = (active_language(), id(choices))
-    found = _LABELS.get(key)
-    if found is None:
-        pairs = choices.items() if isinstance(choices, Mapping) else choices
-        found = _LABELS[key] = {value: str(label) for value, label in pairs}
-    return found
-
-
-def _separators() -> tuple[str, str]:
-    language = active_language()
-    if language not in _SEPARATORS:
-        _SEPARATORS[language] = (
-            str(get_format("DECIMAL_SEPARATOR", use_l10n=True)),
-            str(get_format("THOUSAND_SEPARATOR", use_l10n=True)),
-        )
-    return _SEPARATORS[language]
 
 
 @register.filter
@@ -163,13 +90,13 @@ def assumption_text(assumption: Any) -> str:
     """The estimator's English template, translated, with its values filled in (numbers in the
     locale's format, like every other figure on the page)."""
     params = {
-        key: number_format(value, use_l10n=True, force_grouping=True)
+        key: decimal(value, 0)
         if isinstance(value, int) and not isinstance(value, bool)
-        else (gettext(value) if isinstance(value, str) and value else value)
+        else (gettext_memo(value) if isinstance(value, str) and value else value)
         for key, value in assumption.params.items()
     }
     try:
-        return str(gettext(assumption.template) % params)
+        return gettext_memo(assumption.template) % params
     except (KeyError, TypeError, ValueError):
         return str(assumption.text)
 
@@ -180,10 +107,10 @@ def source_text(source: str) -> str:
     each with gettext_noop; citations inside stay as published)."""
     if not source:
         return ""
-    whole = gettext(source)
+    whole = gettext_memo(source)
     if whole != source:
-        return str(whole)
-    return "; ".join(str(gettext(part)) for part in source.split("; "))
+        return whole
+    return "; ".join(gettext_memo(part) for part in source.split("; "))
 
 
 PHASES = {
@@ -289,17 +216,6 @@ def switches_summary(switches: Any) -> str:
         if getattr(switches, name):
             parts.append(mark(name, gettext_memo(label)))
     return ", ".join(parts)
-
-
-@contextmanager
-def fragment_language() -> Iterator[None]:
-    """While a Jinja2 fragment renders (and while the calculator computes the result it shows),
-    its figures and texts use the active language, looked up once (see RENDER_LANGUAGE)."""
-    token = RENDER_LANGUAGE.set(get_language())
-    try:
-        yield
-    finally:
-        RENDER_LANGUAGE.reset(token)
 
 
 @register.simple_tag(takes_context=True)

@@ -6,12 +6,8 @@ from django.http import QueryDict
 from django.utils import translation
 
 from calculator.forms import LOSS_CHOICES, STACK_CHOICES
-from calculator.templatetags.calculator_format import (
-    gettext_memo,
-    labels,
-    stack_label,
-    urlencoded,
-)
+from calculator.l10n import gettext_memo, labels
+from calculator.templatetags.calculator_format import stack_label, urlencoded
 
 QUERIES = [
     "",
@@ -45,3 +41,49 @@ def test_the_memo_translates():
         english = gettext_memo("Share")
     assert english == "Share"
     assert german != english  # the German catalogue has this message (locale/de)
+
+
+def django_assumption_text(assumption):
+    """The reference: Django's own gettext and number_format, as the filter did before issue 16
+    moved it onto the memoised helpers."""
+    from django.utils.formats import number_format
+    from django.utils.translation import gettext
+
+    params = {
+        key: number_format(value, use_l10n=True, force_grouping=True)
+        if isinstance(value, int) and not isinstance(value, bool)
+        else (gettext(value) if isinstance(value, str) and value else value)
+        for key, value in assumption.params.items()
+    }
+    return str(gettext(assumption.template) % params)
+
+
+@pytest.mark.parametrize("language", ["en", "de", "fr", "es", "zh-hans", "ja"])
+def test_assumption_and_source_texts_are_djangos(language):
+    from django.utils.translation import gettext
+
+    from calculator.estimator import EstimateRequest, estimate
+    from calculator.l10n import fragment_language
+    from calculator.templatetags.calculator_format import assumption_text, source_text
+    from tests.conftest import load_validation_config
+
+    assumptions = []
+    for fields in ({"mode": "lora"}, {"mode": "inference", "seq_len": 32768, "batch_size": 12}):
+        request = EstimateRequest.model_validate(
+            {"model": {"config": load_validation_config("llama-3.1-8b")}, **fields}
+        )
+        assumptions += estimate(request).assumptions
+    # Whole numbers of four digits and more are grouped in every language but Chinese.
+    assert any(
+        isinstance(value, int) and value >= 1000 for a in assumptions for value in a.params.values()
+    )
+    with translation.override(language), fragment_language():
+        for assumption in assumptions:
+            assert assumption_text(assumption) == django_assumption_text(assumption)
+            whole = gettext(assumption.source)
+            expected = (
+                whole
+                if whole != assumption.source
+                else "; ".join(gettext(part) for part in assumption.source.split("; "))
+            )
+            assert source_text(assumption.source) == expected

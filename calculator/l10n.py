@@ -1,0 +1,101 @@
+"""The request's language, looked up once, and the figures and texts formatted in it.
+
+A recompute formats about fifty figures and translates dozens of texts (issue 16). Django finds
+the active language through a thread-local on every call and ``number_format`` goes through
+``Decimal`` for every figure; the helpers here do each lookup once per language or per
+fragment. The template filters (``templatetags/calculator_format``), the Jinja2 fragments
+(``config/jinja2``) and the presenters all format through them, so the page, the exports and
+the API write every figure the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django.utils.formats import get_format
+from django.utils.translation import get_language, trans_real
+
+
+def decimal(value: float, places: int) -> str:
+    """A number rounded half-up to ``places`` decimals, grouped by thousands, in the active
+    locale's separators.
+
+    Django's ``number_format`` cuts extra decimals off (181.699 → "181.69"); every figure on
+    the page, in the exports and in the API rounds (→ "181.70"), so they agree. Formatting runs
+    dozens of times per page, so the separators are looked up once per language.
+    """
+    if places == 0 and isinstance(value, int):
+        text = f"{value:,}"  # exact, however large
+    else:
+        step = _STEPS.get(places) or _STEPS.setdefault(places, Decimal(1).scaleb(-places))
+        rounded = Decimal(repr(float(value))).quantize(step, rounding=ROUND_HALF_UP)
+        text = f"{rounded:,f}"
+    decimal_separator, thousand_separator = _separators()
+    if decimal_separator == "." and thousand_separator == ",":
+        return text
+    return text.replace(",", "\0").replace(".", decimal_separator).replace("\0", thousand_separator)
+
+
+_STEPS: dict[int, Decimal] = {}
+_SEPARATORS: dict[str, tuple[str, str]] = {}
+
+# The language of the fragment being rendered, set by `fragment_language`: a fragment formats about
+# fifty figures, and asking Django for the active language each time (a thread-local lookup)
+# was a tenth of the recompute's rendering.
+RENDER_LANGUAGE: ContextVar[str | None] = ContextVar("render_language", default=None)
+
+
+def active_language() -> str:
+    return RENDER_LANGUAGE.get() or get_language() or "en"
+
+
+def gettext_memo(message: str) -> str:
+    """Django's gettext in the active language, memoised per catalogue: Django finds the active
+    language through a thread-local on every call, and a recompute translates dozens of texts.
+    The memo lives on the catalogue object, so a reloaded catalogue starts a new one."""
+    catalogue = trans_real.translation(active_language())
+    memo: dict[str, str] = catalogue.__dict__.setdefault("fragment_memo", {})
+    text = memo.get(message)
+    if text is None:
+        text = memo[message] = str(catalogue.gettext(message))
+    return text
+
+
+_LABELS: dict[tuple[str, int], dict[Any, str]] = {}
+
+
+def labels(choices: Mapping[Any, Any] | Sequence[tuple[Any, Any]]) -> dict[Any, str]:
+    """The translated labels of a module-level choice list or mapping (lazy texts), made once
+    per language. Keyed by the object's identity, so only for objects that live as long as the
+    process."""
+    key = (active_language(), id(choices))
+    found = _LABELS.get(key)
+    if found is None:
+        pairs = choices.items() if isinstance(choices, Mapping) else choices
+        found = _LABELS[key] = {value: str(label) for value, label in pairs}
+    return found
+
+
+def _separators() -> tuple[str, str]:
+    language = active_language()
+    if language not in _SEPARATORS:
+        _SEPARATORS[language] = (
+            str(get_format("DECIMAL_SEPARATOR", use_l10n=True)),
+            str(get_format("THOUSAND_SEPARATOR", use_l10n=True)),
+        )
+    return _SEPARATORS[language]
+
+
+@contextmanager
+def fragment_language() -> Iterator[None]:
+    """While a Jinja2 fragment renders (and while the calculator computes the result it shows),
+    its figures and texts use the active language, looked up once (see RENDER_LANGUAGE)."""
+    token = RENDER_LANGUAGE.set(get_language())
+    try:
+        yield
+    finally:
+        RENDER_LANGUAGE.reset(token)
