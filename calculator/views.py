@@ -443,10 +443,16 @@ def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
     context: dict[str, Any] = {"snapshot": snapshot, "result": result, "rows": rows}
     scale = result.total_bytes
     verdict = None
+    stored_request = _stored_request(snapshot)
     if snapshot.gpu_usable_bytes:
         scale = max(scale, snapshot.gpu_usable_bytes)
-        verdict = presenters.verdict(
-            result.total_bytes, snapshot.gpu_usable_bytes, snapshot.gpu_nominal_bytes or 0
+        # As the live page judges it: vLLM starts only when one request fits its pool.
+        vllm_settings = getattr(stored_request, "vllm", None)
+        verdict = presenters.runtime_verdict(
+            result,
+            snapshot.gpu_usable_bytes,
+            snapshot.gpu_nominal_bytes or 0,
+            block_size=vllm_settings.block_size if vllm_settings else 16,
         )
         context["verdict"] = verdict
         context["gpu"] = {"name": snapshot.gpu_name}
@@ -457,7 +463,6 @@ def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
     context["preset_changed"] = bool(snapshot.preset_name) and (
         preset is None or config_hash(preset.config) != snapshot.preset_config_hash
     )
-    stored_request = _stored_request(snapshot)
     name = snapshot.preset_name or str(_("Custom model"))
     if stored_request is not None:
         context["inputs"] = presenters.inputs_summary(
@@ -481,10 +486,11 @@ def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
             payload.update(permalink=link, saved_at=snapshot.created_at.isoformat())
             if verdict is not None:
                 payload["verdict"] = presenters.verdict_payload(
-                    total_bytes=result.total_bytes,
+                    total_bytes=presenters.vllm_start_bytes(result),
                     gpu_slug=None,
                     gpu_name=snapshot.gpu_name,
                     usable_bytes=snapshot.gpu_usable_bytes or 0,
+                    fits=verdict.fits,
                 )
             response: HttpResponse = JsonResponse(payload)
             response["Content-Disposition"] = 'attachment; filename="vram-estimate.json"'

@@ -164,6 +164,23 @@ def test_vllm_verdict_says_no_when_one_request_does_not_fit_the_pool(client):
     assert shorter.context["verdict"].fits is True
 
 
+def test_a_saved_vllm_result_is_judged_as_vllm_starts(client):
+    """The same 131,072-token request as above: its saved page, its Markdown and its JSON say
+    "does not fit", like the live page, although the start-up share (0.9 of the card) is less
+    than the card."""
+    query = "model=Llama+3.1+8B&runtime=vllm&seq=131072&gpu=rtx-3090-24gb"
+    live = client.get(f"/?{query}&format=json").json()
+    assert live["verdict"]["fits"] is False
+    location = client.post("/r/", {"query": query})["Location"]
+    saved = client.get(location)
+    assert saved.context["result"].total_bytes < saved.context["verdict"].usable_bytes
+    assert saved.context["verdict"].fits is False
+    assert "Does not fit on" in text(saved)
+    assert "does not fit" in client.get(location + "?format=md").content.decode()
+    exported = client.get(location + "?format=json").json()
+    assert exported["verdict"] == {**live["verdict"], "gpu": None}
+
+
 def test_a_serving_runtime_with_a_training_mode_is_a_field_message(client):
     response = client.get("/?model=Llama+3.1+8B&runtime=vllm&mode=lora", HTTP_HX_REQUEST="true")
     assert response.status_code == 200
