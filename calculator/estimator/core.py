@@ -769,7 +769,24 @@ def _training(
         )
 
     # --- parameters, adapters, gradients, optimizer ---------------------------------------
-    base = weight_bytes(arch, weight_format=weight_format, other_bytes=other_bytes, plan=plan)
+    # LoRA on a pre-quantized checkpoint (PEFT over AWQ, GPTQ, FP8 layers) freezes the tensors
+    # the files store, as inference loads them; QLoRA quantizes a full-precision checkpoint.
+    stored = checkpoint_weight_bytes(request) if mode == "lora" else None
+    base = weight_bytes(
+        arch,
+        weight_format=weight_format,
+        other_bytes=other_bytes,
+        plan=plan,
+        stored_bytes=stored,
+    )
+    if stored is not None:
+        notes.add(
+            CHECKPOINT_NOTE,
+            CHECKPOINT_SOURCE,
+            bytes=f"{stored:,}",
+            dtypes=_dtype_summary(request),
+            tp=plan.tp * plan.parameter_shards,
+        )
     targets = resolve_targets(arch, request.lora.targets) if lora else frozenset()
     adapters = adapter_params(arch, rank=request.lora.rank, targets=targets) if lora else 0
     trainable = adapters if lora else params
@@ -1125,6 +1142,7 @@ def _training(
             "host_breakdown": host,
             "switches": switches,
             "peak_stage": peak_stage if plan.pp > 1 else None,
+            "checkpoint_weight_bytes": stored,
         }
     )
 

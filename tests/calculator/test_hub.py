@@ -502,6 +502,22 @@ def test_pre_quantized_checkpoint_weighs_its_stored_bytes_on_page_api_and_cli(
     assert "= 4,150,796,288 bytes as the checkpoint stores them" in html
 
 
+def test_lora_on_a_pre_quantized_checkpoint_freezes_its_stored_bytes(client, hub):
+    """PEFT adapters over the AWQ checkpoint: the frozen base is what the files store, as for
+    inference; QLoRA (NF4 from a full-precision checkpoint) and bf16 LoRA keep their formats."""
+    serve_mistral_awq(hub)
+    lora = post(client, {"model": {"hub": AWQ_COPY}, "mode": "lora", "precision": "int4"})
+    assert lora.status_code == 200, lora.content
+    body = lora.json()
+    assert body["breakdown"]["weights"] == MISTRAL_7B_AWQ_BYTES
+    assert body["breakdown"]["quantization_overhead"] == 0
+    assert body["checkpoint_weight_bytes"] == MISTRAL_7B_AWQ_BYTES
+    assert body["params_total"] == MISTRAL_7B_PARAMS
+    for other in ({"mode": "lora", "precision": "bf16"}, {"mode": "qlora"}):
+        body = post(client, {"model": {"hub": AWQ_COPY}, **other}).json()
+        assert body["checkpoint_weight_bytes"] is None
+
+
 def test_stored_bytes_apply_only_in_the_checkpoints_own_format(client, hub):
     serve_mistral_awq(hub)
     body = post(client, {"model": {"hub": AWQ_COPY}, "precision": "bf16"}).json()
