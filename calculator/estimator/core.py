@@ -225,6 +225,18 @@ CHECKPOINT_NOTE = gettext_noop(
 )
 
 
+def _note_checkpoint_bytes(
+    notes: _Notes, request: EstimateRequest, stored: int, plan: Plan
+) -> None:
+    notes.add(
+        CHECKPOINT_NOTE,
+        CHECKPOINT_SOURCE,
+        bytes=f"{stored:,}",
+        dtypes=_dtype_summary(request),
+        tp=plan.tp * plan.parameter_shards,
+    )
+
+
 def _dtype_summary(request: EstimateRequest) -> str:
     model = request.model
     dtypes = model.checkpoint_dtypes if isinstance(model, ConfigModel) else None
@@ -474,13 +486,7 @@ def _inference(
         stored_bytes=stored,
     )
     if stored is not None:
-        notes.add(
-            CHECKPOINT_NOTE,
-            CHECKPOINT_SOURCE,
-            bytes=f"{stored:,}",
-            dtypes=_dtype_summary(request),
-            tp=plan.tp * plan.parameter_shards,
-        )
+        _note_checkpoint_bytes(notes, request, stored, plan)
     elif quantized:
         notes.add(
             gettext_noop(
@@ -780,13 +786,7 @@ def _training(
         stored_bytes=stored,
     )
     if stored is not None:
-        notes.add(
-            CHECKPOINT_NOTE,
-            CHECKPOINT_SOURCE,
-            bytes=f"{stored:,}",
-            dtypes=_dtype_summary(request),
-            tp=plan.tp * plan.parameter_shards,
-        )
+        _note_checkpoint_bytes(notes, request, stored, plan)
     targets = resolve_targets(arch, request.lora.targets) if lora else frozenset()
     adapters = adapter_params(arch, rank=request.lora.rank, targets=targets) if lora else 0
     trainable = adapters if lora else params
