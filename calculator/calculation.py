@@ -55,6 +55,8 @@ class OwnCard:
     usable_bytes: int
     nominal_bytes: int
     slug: str = ""
+    # The page asks for a catalogue GPU to show a speed: a memory size alone does not give one.
+    memory_only: bool = True
 
     @property
     def display_label(self) -> str:
@@ -665,11 +667,7 @@ class Calculation:
         body["verdict"] = None
         if self.gpu is not None and self.verdict is not None:
             body["verdict"] = presenters.verdict_payload(
-                total_bytes=presenters.vllm_start_bytes(self.result),
-                gpu_slug=self.gpu.slug,
-                gpu_name=str(self.gpu.name),
-                usable_bytes=self.gpu.usable_bytes,
-                fits=self.verdict.fits,
+                self.result, self.verdict, gpu_slug=self.gpu.slug, gpu_name=str(self.gpu.name)
             )
         body["commands"] = {command.key: command.text for command in self.ready_commands}
         body["speed"] = self.speed.model_dump(mode="json") if self.speed else None

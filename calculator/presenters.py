@@ -789,22 +789,17 @@ def _yes_no(value: bool) -> str:
 
 
 def verdict_payload(
-    *,
-    total_bytes: int,
-    gpu_slug: str | None,
-    gpu_name: str,
-    usable_bytes: int,
-    fits: bool | None = None,
+    result: EstimateResult, verdict: Verdict, *, gpu_slug: str | None, gpu_name: str
 ) -> dict[str, object]:
-    """The fit verdict as the JSON export, a saved link's export and the API give it; ``fits``
-    overrides the memory comparison where the runtime has its own condition (vLLM starts only
-    when one max-model-len request fits in its pool)."""
+    """The fit verdict as the JSON export, a saved link's export and the API give it: ``fits``
+    as the runtime decides (``runtime_verdict``), the headroom against what it needs at start
+    (vLLM: its share of the card, not the total)."""
     return {
         "gpu": gpu_slug or None,
         "gpu_name": gpu_name,
-        "usable_bytes": usable_bytes,
-        "fits": total_bytes <= usable_bytes if fits is None else fits,
-        "headroom_bytes": usable_bytes - total_bytes,
+        "usable_bytes": verdict.usable_bytes,
+        "fits": verdict.fits,
+        "headroom_bytes": verdict.usable_bytes - vllm_start_bytes(result),
     }
 
 

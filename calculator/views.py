@@ -486,11 +486,7 @@ def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
             payload.update(permalink=link, saved_at=snapshot.created_at.isoformat())
             if verdict is not None:
                 payload["verdict"] = presenters.verdict_payload(
-                    total_bytes=presenters.vllm_start_bytes(result),
-                    gpu_slug=None,
-                    gpu_name=snapshot.gpu_name,
-                    usable_bytes=snapshot.gpu_usable_bytes or 0,
-                    fits=verdict.fits,
+                    result, verdict, gpu_slug=None, gpu_name=snapshot.gpu_name
                 )
             response: HttpResponse = JsonResponse(payload)
             response["Content-Disposition"] = 'attachment; filename="vram-estimate.json"'
