@@ -214,12 +214,21 @@ def _errors(status: int, items: list[tuple[str, str]]) -> Status[dict[str, Any]]
     return Status(status, {"errors": [{"field": f, "message": m} for f, m in items]})
 
 
+def _field(location: Any) -> str:
+    """A pydantic error location as the API names fields: ``model.config.<key>`` for a key of a
+    config.json (pydantic's path repeats ``config``, the union's tag and the field's name)."""
+    parts = [str(part) for part in location if part not in {"body", "payload"}]
+    if parts[:3] == ["model", "config", "config"]:
+        parts = parts[:2] + parts[3:]
+    return ".".join(parts)
+
+
 @api.exception_handler(ValidationError)
 def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    items = []
-    for error in exc.errors:
-        location = [str(part) for part in error.get("loc", ()) if part not in {"body", "payload"}]
-        items.append({"field": ".".join(location), "message": str(error.get("msg", "invalid"))})
+    items = [
+        {"field": _field(error.get("loc", ())), "message": str(error.get("msg", "invalid"))}
+        for error in exc.errors
+    ]
     return api.create_response(request, {"errors": items}, status=422)
 
 
@@ -339,9 +348,7 @@ def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
             422, [(f"model.config.{error.field}" if error.field else "model.config", str(error))]
         )
     except PydanticValidationError as error:
-        return _errors(
-            422, [(".".join(str(p) for p in e["loc"]), str(e["msg"])) for e in error.errors()]
-        )
+        return _errors(422, [(_field(e["loc"]), str(e["msg"])) for e in error.errors()])
 
 
 class PermalinkQuery(Schema):
@@ -449,9 +456,7 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
     except ConfigError as error:
         return _errors(422, [("model", str(error))])
     except PydanticValidationError as error:
-        return _errors(
-            422, [(".".join(str(p) for p in e["loc"]), str(e["msg"])) for e in error.errors()]
-        )
+        return _errors(422, [(_field(e["loc"]), str(e["msg"])) for e in error.errors()])
 
 
 class ModelFilters(Schema):

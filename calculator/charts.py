@@ -126,18 +126,23 @@ def nice_step(span: float, count: int) -> float:
 
 
 def linear_ticks(top: float, count: int = 4) -> list[float]:
-    """0, step, 2·step ... up to the first tick at or above ``top``."""
+    """0, step, 2·step ... up to the first tick at or above ``top``: at most ``count`` + 1
+    ticks whatever the scale, each ``i · step`` (adding steps, or rounding them to a fixed
+    number of decimals, loses a step of 10⁻¹¹ altogether)."""
+    if not math.isfinite(top) or top <= 0:
+        return [0.0, 1.0]
     step = nice_step(top, count)
-    ticks = [0.0]
-    while ticks[-1] < top - 1e-9 * step:
-        ticks.append(round(ticks[-1] + step, 10))
-    return ticks
+    steps = min(max(1, math.ceil(top / step - 1e-9)), count + 1)
+    # 12 significant digits: 3 × 0.1 is 0.30000000000000004 in binary, and the label says 0.3.
+    return [float(f"{index * step:.12g}") for index in range(steps + 1)]
 
 
 def log_ticks(low: float, high: float) -> list[float]:
     """Ticks of a base-10 logarithmic axis from the tick at or below ``low`` to the one at or
     above ``high``: 1, 2 and 5 × 10^k when that makes six ticks or fewer (a short range still
     gets three or more), otherwise powers of ten alone."""
+    if not (math.isfinite(low) and math.isfinite(high)) or low <= 0 or high < low:
+        raise ValueError("a logarithmic axis needs finite positive values")
     first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
     for factors in ((1, 2, 5), (1,)):
         candidates = [

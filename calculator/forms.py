@@ -9,6 +9,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.formats import number_format
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from calculator.estimator import ConfigError
+from calculator.estimator.bounds import MAX_SEQ_LEN
 from calculator.estimator.lora import ALL_LINEAR
 from calculator.estimator.runtimes.llama_cpp import (
     GGUF_TYPES,
@@ -849,6 +851,12 @@ def attach_estimator_error(form: CalculatorForm, error: Exception) -> None:
                 field = "layers" if "model" in location else None
             form.add_error(field, message)
         return
+    if isinstance(error, ArithmeticError):
+        form.add_error(
+            None,
+            _("These sizes are too large to compute; check the model's size and the workload."),
+        )
+        return
     form.add_error(None, str(error))
 
 
@@ -882,4 +890,14 @@ class FitsForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         check_runtime(self, cleaned, gpus_field="count")
+        seq, batch = cleaned.get("seq"), cleaned.get("batch")
+        if cleaned.get("runtime") == "llama_cpp" and seq and batch and seq * batch > MAX_SEQ_LEN:
+            # The table runs llama.cpp with -c = context × batch (one slot per sequence).
+            self.add_error(
+                "batch",
+                _(
+                    "llama.cpp holds context × batch tokens (-c); that is at most %(n)s: lower the batch or the context."
+                )
+                % {"n": number_format(MAX_SEQ_LEN, force_grouping=True)},
+            )
         return cleaned

@@ -15,13 +15,26 @@ from django.utils.translation import (
 from django.views.decorators.http import require_GET
 
 
-def _safe_next(request: HttpRequest) -> str:
-    target = request.GET.get("next") or "/"
-    if not url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return "/"
-    return target
+def _on_this_site(target: str) -> bool:
+    """A path on this site: it starts with one slash, names no host or scheme, and no browser
+    reads it as another host (``//evil``, ``/\\evil``, control characters)."""
+    return (
+        target.startswith("/")
+        and not target.startswith(("//", "/\\"))
+        and not any(ord(char) < 0x20 or ord(char) == 0x7F for char in target)
+        and url_has_allowed_host_and_scheme(target, allowed_hosts=set())
+    )
+
+
+def language_redirect_target(next_path: str, language: str) -> str:
+    """Where the switcher sends the visitor: ``next_path`` in ``language``, or that language's
+    home page when ``next_path`` is not a path on this site, before or after the language
+    prefix is changed (``/es//evil.example`` without ``/es`` is ``//evil.example``)."""
+    home = localized_path("/", language)
+    if not _on_this_site(next_path):
+        return home
+    target = localized_path(next_path, language)
+    return target if _on_this_site(target) else home
 
 
 @require_GET
@@ -31,7 +44,8 @@ def switch_language(request: HttpRequest, code: str) -> HttpResponse:
         language = get_supported_language_variant(code)
     except LookupError:
         language = settings.LANGUAGE_CODE
-    response = HttpResponseRedirect(localized_path(_safe_next(request), language))
+    target = language_redirect_target(request.GET.get("next") or "/", language)
+    response = HttpResponseRedirect(target)
     response.set_cookie(
         settings.LANGUAGE_COOKIE_NAME,
         language,

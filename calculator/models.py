@@ -106,6 +106,9 @@ class ModelPreset(models.Model):
         ordering = ["family", "params_total", "display_name"]
         verbose_name = _("model preset")
         verbose_name_plural = _("model presets")
+        # `selectors.catalogue_version` counts the reviewed rows and reads their newest edit
+        # on every request: this index answers both without reading the table.
+        indexes = [models.Index(fields=["reviewed", "updated_at"], name="preset_reviewed_updated")]
 
     def __str__(self) -> str:
         return self.display_name
@@ -290,6 +293,9 @@ class SavedResult(models.Model):
     gpu_usable_bytes = models.BigIntegerField(null=True, blank=True)
     gpu_nominal_bytes = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Who saved it (calculator.clients.owner_key; empty: saved before owners were kept). Only
+    # the same client's quota may remove it before its retention ends.
+    owner = models.CharField(max_length=32, blank=True, db_index=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -337,6 +343,10 @@ class PastedConfig(models.Model):
     text = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
     used_at = models.DateTimeField(auto_now=True, db_index=True)
+    # The client that stored it (calculator.clients.owner_key), or empty once a second client
+    # linked the same text (or for rows stored before owners were kept): then no one client's
+    # quota can remove it.
+    owner = models.CharField(max_length=32, blank=True, db_index=True, editable=False)
 
     class Meta:
         verbose_name = _("pasted config")

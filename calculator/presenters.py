@@ -13,6 +13,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
+from calculator.estimator.bounds import MAX_BATCH, MAX_SEQ_LEN
 from calculator.l10n import decimal, gettext_memo, labels
 from calculator.models import GpuSpec
 
@@ -389,6 +390,9 @@ def sharded_totals(request: EstimateRequest, enough_bytes: int | None = None) ->
     return totals
 
 
+SEARCH_BOUNDS = {"seq_len": MAX_SEQ_LEN, "batch_size": MAX_BATCH}
+
+
 def largest_fitting(
     request: EstimateRequest, field: str, usable_bytes: int, upper: int
 ) -> int | None:
@@ -405,6 +409,8 @@ def largest_fitting(
     def total(value: int) -> int:
         return cached_estimate(with_changes(request, **{field: value})).total_bytes
 
+    # Probes stay inside what a request may ask (a preset's 10M-token window is past it).
+    upper = min(upper, SEARCH_BOUNDS.get(field, upper))
     start = max(1, min(int(getattr(request, field)), upper))
     at_start = total(start)
     if at_start > usable_bytes:

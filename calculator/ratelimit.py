@@ -7,6 +7,10 @@ and ``INCR`` in one MULTI transaction) and otherwise in the ``RateCounter`` tabl
 ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` statement, on SQLite 3.35+ or PostgreSQL).
 Django's cache API is not enough here: its database backend implements ``incr`` as a read
 followed by a write.
+
+When the counter's store does not answer (Redis down, or slower than
+``DJANGO_REDIS_TIMEOUT_SECONDS``; the database unreachable), ``RateLimitUnavailable`` is raised
+at once: a limit that cannot be counted is not waved through, and the views answer 503.
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ import time
 
 import redis
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from calculator.models import RateCounter
+
+
+class RateLimitUnavailable(Exception):
+    """The store of the counters did not answer: the request cannot be counted."""
 
 
 def rate_limit_within(*, bucket: str, client: str, limit: int, window_seconds: int) -> bool:
@@ -29,16 +37,21 @@ def rate_limit_within(*, bucket: str, client: str, limit: int, window_seconds: i
 def rate_limit_count(*, bucket: str, client: str, window_seconds: int) -> int:
     """Count one request; how many this client made in its current window, this one included."""
     slot = f"{bucket}:{client}"[:255]  # the column's length; addresses are far shorter
-    if settings.REDIS_URL:
-        return _redis_count(
-            settings.REDIS_URL, f"{settings.CACHE_KEY_PREFIX}:rate:{slot}", window_seconds
-        )
-    return _database_count(slot, window_seconds)
+    try:
+        if settings.REDIS_URL:
+            return _redis_count(
+                settings.REDIS_URL, f"{settings.CACHE_KEY_PREFIX}:rate:{slot}", window_seconds
+            )
+        return _database_count(slot, window_seconds)
+    except (redis.RedisError, DatabaseError, OSError) as error:
+        raise RateLimitUnavailable(str(error)) from error
 
 
 @functools.cache
 def _redis_client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+    # Without timeouts a paused Redis holds a worker until gunicorn kills it (30 s).
+    timeout = settings.REDIS_TIMEOUT_SECONDS
+    return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
 
 
 def _redis_count(url: str, key: str, window_seconds: int) -> int:

@@ -22,6 +22,7 @@ from calculator.estimator import (
     EstimateResult,
     resolve_architecture,
 )
+from calculator.estimator.bounds import MAX_SEQ_LEN
 from calculator.estimator.core import llama_cpp_options, llama_cpp_tensor_types, vllm_options
 from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.estimator.runtimes import longest_context_full_offload, longest_max_model_len
@@ -422,7 +423,8 @@ def longest_context(
             resolve_architecture(request.model),
             llama_cpp_options(request),
             room,
-            limit=max(limit * workload.batch_size, 256),
+            # llama.cpp's -c is bounded like any context (LlamaCppOptions.n_ctx).
+            limit=max(min(limit * workload.batch_size, MAX_SEQ_LEN), 256),
             typed=llama_cpp_tensor_types(request),
         )
         return min(n_ctx // workload.batch_size, limit)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import re
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,15 +40,34 @@ def preset_resolve(*, text: str) -> PresetMatch:
         .first()
     )
     if exact is not None:
+        if _another_organisation(text, exact.preset):
+            # 'some-org/Qwen2-7B-Instruct' is some-org's repository (a fine-tune may differ in
+            # shape), not the catalogue's Qwen/Qwen2-7B, though their alias keys agree.
+            return PresetMatch(None, [exact.preset])
         return PresetMatch(exact.preset, [])
     prefixed = list(
         ModelPreset.objects.filter(
             active=True, reviewed=True, aliases__key__startswith=key
         ).distinct()[:10]
     )
-    if len(prefixed) == 1:
+    if len(prefixed) == 1 and not _another_organisation(text, prefixed[0]):
         return PresetMatch(prefixed[0], [])
     return PresetMatch(None, preset_suggest(text=text, limit=6) if not prefixed else prefixed[:6])
+
+
+_ORGANISATION = re.compile(r"^([^/\s]+)/[^/\s]+$")
+
+
+def _another_organisation(text: str, preset: ModelPreset) -> bool:
+    """Whether ``text`` is an ``organisation/name`` of another organisation than the preset's
+    repository and none of its aliases spells it so."""
+    typed = _ORGANISATION.match(text.strip())
+    if typed is None:
+        return False
+    organisation = typed.group(1).lower()
+    if preset.hf_repo.lower().split("/", 1)[0] == organisation:
+        return False
+    return not preset.aliases.filter(alias__iexact=text.strip()).exists()
 
 
 def preset_suggest(*, text: str, limit: int = 8) -> list[ModelPreset]:
@@ -119,15 +141,22 @@ def preset_list() -> QuerySet[ModelPreset]:
 
 
 def catalogue_version() -> str:
-    """Changes whenever a preset or GPU is saved or deleted: part of every cached result's key.
+    """Changes whenever a catalogue preset or a GPU is saved or deleted: part of every cached
+    result's key.
 
+    Hub imports nobody has reviewed are not part of it: every visitor can import one, and
+    each import would otherwise empty every cached page (a page showing an import is not
+    cached: views._index). Reviewing one (or any admin edit of a reviewed row) changes it.
     One small SQL statement, since it runs on every request (the ORM's aggregate machinery
-    costs more than the query itself).
+    costs more than the query itself); the (reviewed, updated_at) index answers its first two
+    parts.
     """
     presets, gpus = ModelPreset._meta.db_table, GpuSpec._meta.db_table
+    reviewed = connection.ops.quote_name("reviewed")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT (SELECT MAX(updated_at) FROM {presets}), (SELECT COUNT(*) FROM {presets}),"
+            f"SELECT (SELECT MAX(updated_at) FROM {presets} WHERE {reviewed}),"
+            f" (SELECT COUNT(*) FROM {presets} WHERE {reviewed}),"
             f" (SELECT MAX(updated_at) FROM {gpus}), (SELECT COUNT(*) FROM {gpus})"
         )
         row = cursor.fetchone()
@@ -147,6 +176,8 @@ class CatalogueSnapshot:
         self.matches: dict[str, PresetMatch] = {}
         self.descriptions: dict[tuple[int, Any], ConfigModel] = {}
         self.families: dict[str, list[ModelPreset]] = {}
+        self._presets: list[ModelPreset] | None = None
+        self._derived: OrderedDict[Any, Any] = OrderedDict()
 
     def refresh(self, version: str) -> CatalogueSnapshot:
         if version != self.version:
@@ -155,7 +186,27 @@ class CatalogueSnapshot:
             self.matches = {}
             self.descriptions = {}
             self.families = {}
+            self._presets = None
+            self._derived = OrderedDict()
         return self
+
+    def presets(self) -> list[ModelPreset]:
+        """The catalogue (``preset_list``), read once per version."""
+        if self._presets is None:
+            self._presets = list(preset_list())
+        return self._presets
+
+    def derived(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """An answer computed from this version of the catalogue (the fits page's searches),
+        kept until the version changes; the ``DERIVED_LIMIT`` most recently used."""
+        if key in self._derived:
+            self._derived.move_to_end(key)
+            return self._derived[key]
+        value = compute()
+        self._derived[key] = value
+        if len(self._derived) > DERIVED_LIMIT:
+            self._derived.popitem(last=False)
+        return value
 
     def resolve(self, text: str) -> PresetMatch:
         key = alias_key(text)
@@ -179,16 +230,19 @@ class CatalogueSnapshot:
         return self.descriptions[key]
 
     def family(self, preset: ModelPreset) -> list[ModelPreset]:
-        """The active presets of the preset's family, largest first."""
+        """The catalogue presets of the preset's family, largest first. Reviewed ones only:
+        an import's family is what its own config.json says, which anyone can choose."""
         if preset.family not in self.families:
             self.families[preset.family] = list(
-                ModelPreset.objects.filter(active=True, family=preset.family).order_by(
-                    "-params_total"
-                )
+                ModelPreset.objects.filter(
+                    active=True, reviewed=True, family=preset.family
+                ).order_by("-params_total")
             )
         return self.families[preset.family]
 
 
+# Fits-page answers kept per process: each is a table of a few kilobytes.
+DERIVED_LIMIT = 256
 SNAPSHOT = CatalogueSnapshot()
 
 

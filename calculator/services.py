@@ -265,18 +265,35 @@ def _upsert(
                 alias_model.objects.create(preset=row, alias=name, key=key)
 
 
-def saved_result_prune(*, now: datetime | None = None) -> int:
-    """Keep saved links bounded: drop those past the retention period, then the oldest beyond
-    the row cap (settings SAVED_RESULT_RETENTION_DAYS and SAVED_RESULT_MAX_ROWS)."""
+class StorageFull(Exception):
+    """The table already holds its maximum of rows and this client has none of its own to
+    give up: the new row is refused rather than someone else's removed."""
+
+
+def _make_room(model: Any, *, owner: str, age_field: str, max_rows: int, per_client: int) -> None:
+    """Room for one more row of ``owner``: past its own quota its oldest rows go; when the
+    table is full, only rows of the same owner may make room (``StorageFull`` otherwise)."""
+    own = model.objects.filter(owner=owner) if owner else model.objects.none()
+    excess_own = own.count() - per_client + 1
+    if excess_own > 0:
+        oldest = own.order_by(age_field).values_list("pk", flat=True)[:excess_own]
+        model.objects.filter(pk__in=list(oldest)).delete()
+    if model.objects.count() >= max_rows:
+        oldest = own.order_by(age_field).values_list("pk", flat=True)[:1]
+        if not model.objects.filter(pk__in=list(oldest)).delete()[0]:
+            raise StorageFull
+
+
+def stored_rows_prune(*, now: datetime | None = None) -> int:
+    """Drop saved links and pasted configs past their retention period (settings
+    SAVED_RESULT_RETENTION_DAYS, PASTED_CONFIG_RETENTION_DAYS; a pasted config counts from
+    its last use). Returns how many rows went."""
     now = now or timezone.now()
-    cutoff = now - timedelta(days=settings.SAVED_RESULT_RETENTION_DAYS)
-    removed, _ = SavedResult.objects.filter(created_at__lt=cutoff).delete()
-    excess = SavedResult.objects.count() - settings.SAVED_RESULT_MAX_ROWS
-    if excess > 0:
-        oldest = SavedResult.objects.order_by("created_at").values_list("pk", flat=True)[:excess]
-        more, _ = SavedResult.objects.filter(pk__in=list(oldest)).delete()
-        removed += more
-    return int(removed)
+    saved_cutoff = now - timedelta(days=settings.SAVED_RESULT_RETENTION_DAYS)
+    config_cutoff = now - timedelta(days=settings.PASTED_CONFIG_RETENTION_DAYS)
+    removed, _ = SavedResult.objects.filter(created_at__lt=saved_cutoff).delete()
+    more, _ = PastedConfig.objects.filter(used_at__lt=config_cutoff).delete()
+    return int(removed + more)
 
 
 def saved_result_create(
@@ -286,31 +303,64 @@ def saved_result_create(
     result: EstimateResult,
     preset: ModelPreset | None,
     gpu: GpuSpec | None,
+    owner: str,
 ) -> SavedResult:
-    """Freeze a result behind an unguessable short id; later edits cannot change what it shows."""
-    saved_result_prune()
-    return SavedResult.objects.create(
-        query=query,
-        request_json=request.model_dump(mode="json"),
-        result_json=result.model_dump(mode="json"),
-        preset=preset,
-        preset_name=preset.display_name if preset else "",
-        preset_config_hash=config_hash(preset.config) if preset else "",
-        gpu_name=gpu.name if gpu else "",
-        gpu_usable_bytes=gpu.usable_bytes if gpu else None,
-        gpu_nominal_bytes=gpu.nominal_bytes if gpu else None,
-    )
+    """Freeze a result behind an unguessable short id; later edits cannot change what it shows.
+    Raises ``StorageFull`` when no row can be stored for this client."""
+    stored_rows_prune()
+    with transaction.atomic():
+        _make_room(
+            SavedResult,
+            owner=owner,
+            age_field="created_at",
+            max_rows=settings.SAVED_RESULT_MAX_ROWS,
+            per_client=settings.SAVED_RESULT_MAX_PER_CLIENT,
+        )
+        return SavedResult.objects.create(
+            query=query,
+            request_json=request.model_dump(mode="json"),
+            result_json=result.model_dump(mode="json"),
+            preset=preset,
+            preset_name=preset.display_name if preset else "",
+            preset_config_hash=config_hash(preset.config) if preset else "",
+            gpu_name=gpu.name if gpu else "",
+            gpu_usable_bytes=gpu.usable_bytes if gpu else None,
+            gpu_nominal_bytes=gpu.nominal_bytes if gpu else None,
+            owner=owner,
+        )
 
 
-def pasted_config_store(*, text: str) -> str:
-    """Keep a pasted config under its content id (idempotent) and return the id. Bounded like
-    saved links: the least recently used rows beyond the cap are dropped."""
+def pasted_config_stored(*, text: str, owner: str) -> str | None:
+    """The id of this text when it is stored already (marking it used, and shared once a second
+    client links it, so that neither client's quota can remove it); None when it is not."""
     config_id = pasted_config_id(text)
-    updated = PastedConfig.objects.filter(pk=config_id).update(used_at=timezone.now())
-    if not updated:
-        PastedConfig.objects.get_or_create(pk=config_id, defaults={"text": text})
-        excess = PastedConfig.objects.count() - settings.SAVED_RESULT_MAX_ROWS
-        if excess > 0:
-            oldest = PastedConfig.objects.order_by("used_at").values_list("pk", flat=True)[:excess]
-            PastedConfig.objects.filter(pk__in=list(oldest)).delete()
+    now = timezone.now()
+    if PastedConfig.objects.filter(pk=config_id, owner__in=["", owner]).update(used_at=now):
+        return config_id
+    if PastedConfig.objects.filter(pk=config_id).update(used_at=now, owner=""):
+        return config_id
+    return None
+
+
+def pasted_config_store(*, text: str, owner: str) -> str:
+    """Keep a pasted config under its content id (idempotent) and return the id. Bounded like
+    saved links (``_make_room``; raises ``StorageFull``)."""
+    known = pasted_config_stored(text=text, owner=owner)
+    if known is not None:
+        return known
+    config_id = pasted_config_id(text)
+    stored_rows_prune()
+    with transaction.atomic():
+        _make_room(
+            PastedConfig,
+            owner=owner,
+            age_field="used_at",
+            max_rows=settings.PASTED_CONFIG_MAX_ROWS,
+            per_client=settings.PASTED_CONFIG_MAX_PER_CLIENT,
+        )
+        _, created = PastedConfig.objects.get_or_create(
+            pk=config_id, defaults={"text": text, "owner": owner}
+        )
+    if not created:  # another request stored the same text a moment ago
+        pasted_config_stored(text=text, owner=owner)
     return config_id

@@ -1,14 +1,15 @@
 from __future__ import annotations
 
-import hashlib
+import logging
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.utils import DatabaseError
+from django.db.utils import DatabaseError, InterfaceError, OperationalError
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -18,17 +19,19 @@ from django.http import (
 )
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.datastructures import MultiValueDict
-from django.utils.translation import get_language
+from django.utils.html import escape
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
+from django.views.defaults import server_error as django_server_error
 from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError as PydanticValidationError
 
 from calculator import forms as forms_module
 from calculator import presenters, ratelimit, reverse
 from calculator.calculation import Calculation, Card, own_card, request_on_card
+from calculator.clients import client_key, owner_key
 from calculator.estimator import ConfigError, ConfigModel, EstimateResult
 from calculator.forms import (
     CUSTOM_FIELDS,
@@ -43,6 +46,7 @@ from calculator.forms import (
 from calculator.hub import HubError, hub_resolve
 from calculator.l10n import fragment_language
 from calculator.models import GpuSpec, ModelPreset, SavedResult, config_hash
+from calculator.page_cache import page_cache_get, page_cache_key, page_cache_set
 from calculator.selectors import (
     SNAPSHOT,
     CatalogueSnapshot,
@@ -50,13 +54,20 @@ from calculator.selectors import (
     gpu_list,
     gpu_performance,
     pasted_config_text,
-    preset_list,
     preset_suggest,
 )
-from calculator.services import pasted_config_store, saved_result_create
+from calculator.services import (
+    StorageFull,
+    pasted_config_store,
+    pasted_config_stored,
+    saved_result_create,
+)
 
+logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 16_000
 PASTED_CONFIG_ID = re.compile(r"[A-Za-z0-9_-]{22}")
+# What the calculator reads from a request besides its form fields (the key of a cached page).
+INDEX_INPUT_KEYS = frozenset(CalculatorForm.base_fields) | {"cfg", "part"}
 # Longer pasted configs are stored and linked by id (gunicorn's request line is 8190 bytes).
 MAX_LINKED_CONFIG_CHARS = 2_000
 FIELDS_WITH_ERRORS = tuple(name for name in CalculatorForm.base_fields if name != "gpu")
@@ -84,12 +95,21 @@ def ping(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
+    """Whether the services every page needs answer: the database, and the shared cache (Redis
+    with ``REDIS_URL``, else a table in that database) that holds rate limits and pages."""
+    checks = {"database": "ok", "cache": "ok"}
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except DatabaseError:
-        return JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
-    return JsonResponse({"status": "ok"})
+        checks["database"] = "unreachable"
+    try:
+        cache.get("healthz")
+    except Exception:  # any backend's failure: Redis, database, network
+        checks["cache"] = "unreachable"
+    if any(state != "ok" for state in checks.values()):
+        return JsonResponse({"status": "unavailable", **checks}, status=503)
+    return JsonResponse({"status": "ok", **checks})
 
 
 _DEFAULT_VALUES = {
@@ -131,9 +151,15 @@ def submitted_query(request: HttpRequest) -> QueryDict:
     return request.POST
 
 
-def permalink_for(query: QueryDict, *, store_config: bool) -> QueryDict:
+def permalink_for(
+    query: QueryDict, *, store_config: bool, request: HttpRequest | None = None
+) -> QueryDict:
     """The shareable query for a submission: permalink keys only, and a pasted config replaced
-    by the short id it is stored under (when the page posted it, or it is too long to link)."""
+    by the short id it is stored under (when the page posted it, or it is too long to link).
+
+    Storing is a write on a visitor's behalf, limited per client (``_stored_config_id``); a
+    config it does not store stays in the link when short enough, and is otherwise left out,
+    with the reason in ``request.storage_notice``."""
     link = QueryDict(mutable=True)
     unused = forms_module.unused_runtime_keys(query)
     for key in PERMALINK_KEYS:
@@ -142,11 +168,45 @@ def permalink_for(query: QueryDict, *, store_config: bool) -> QueryDict:
     text = str(query.get("config") or "").strip()
     if query.get("source") == "config" and text:
         if store_config or len(text) > MAX_LINKED_CONFIG_CHARS:
-            link.pop("config", None)
-            link["cfg"] = pasted_config_store(text=text[: forms_module.MAX_CONFIG_CHARS])
+            config_id = _stored_config_id(request, text[: forms_module.MAX_CONFIG_CHARS])
+            if config_id is not None:
+                link.pop("config", None)
+                link["cfg"] = config_id
+            elif len(text) > MAX_LINKED_CONFIG_CHARS:
+                link.pop("config", None)
     elif "cfg" in query and query.get("source") == "config":
         link["cfg"] = str(query.get("cfg") or "")
     return link
+
+
+def _stored_config_id(request: HttpRequest | None, text: str) -> str | None:
+    """The short id of a pasted config: one stored already costs nothing; a new one counts
+    against the client's hourly limit and its own quota of rows (settings PASTED_CONFIG_*).
+    None when it is not stored, with the reason in ``request.storage_notice``."""
+    owner = owner_key(request) if request is not None else ""
+    try:
+        known = pasted_config_stored(text=text, owner=owner)
+        if known is not None:
+            return known
+        if request is not None and not _within_rate(
+            request, "config", settings.PASTED_CONFIG_RATE_PER_HOUR, 3600
+        ):
+            notice = _(
+                "This config is not stored for a short link: many configs were stored from your address in the last hour. The result is shown; try again in an hour for a link."
+            )
+        else:
+            return pasted_config_store(text=text, owner=owner)
+    except StorageFull:
+        notice = _(
+            "This config is not stored for a short link: the server's storage for pasted configs is full. The result is shown."
+        )
+    except (ratelimit.RateLimitUnavailable, DatabaseError):
+        notice = _(
+            "This config is not stored for a short link right now (the server's storage did not answer). The result is shown; try again in a minute."
+        )
+    if request is not None:
+        request.storage_notice = notice  # type: ignore[attr-defined]
+    return None
 
 
 RESULT_CACHE_SECONDS = 600
@@ -159,20 +219,17 @@ def catalogue_for(request: HttpRequest) -> CatalogueSnapshot:
     return request._catalogue  # type: ignore[attr-defined, no-any-return]
 
 
-def _cache_key(request: HtmxHttpRequest) -> str | None:
-    """Rendered responses are cached per language, permalink and catalogue version."""
+def _cache_key(request: HtmxHttpRequest, input_keys: frozenset[str]) -> str | None:
+    """Rendered GET responses are cached per language, the inputs the view reads (only those:
+    see calculator.page_cache) and catalogue version."""
     if request.method != "GET" or request.GET.get("format"):
         return None
-    partial = bool(request.htmx and not request.htmx.history_restore_request)
-    raw = "|".join(
-        [
-            get_language() or "",
-            str(partial),
-            request.get_full_path(),
-            catalogue_for(request).version or "",
-        ]
+    return page_cache_key(
+        request,
+        inputs=[(key, request.GET.getlist(key)) for key in request.GET if key in input_keys],
+        partial=bool(request.htmx and not request.htmx.history_restore_request),
+        version=catalogue_for(request).version or "",
     )
-    return "page:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
 @csrf_exempt
@@ -185,8 +242,8 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
     URL) instead of putting it in the query string. Such a request only computes and stores the
     pasted text under its hash, which a forged request could do as harmlessly as a real one.
     """
-    key = _cache_key(request)
-    cached = cache.get(key) if key else None
+    key = _cache_key(request, INDEX_INPUT_KEYS)
+    cached = page_cache_get(key) if key else None
     if cached is not None:
         content, reswap = cached
         response = HttpResponse(content)
@@ -197,7 +254,7 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
         response = _index(request)
     cacheable = response.status_code == 200 and "no-store" not in response.get("Cache-Control", "")
     if key and cacheable and _seen_before(key):
-        cache.set(key, (response.content, response.get("HX-Reswap")), RESULT_CACHE_SECONDS)
+        page_cache_set(key, (response.content, response.get("HX-Reswap")), RESULT_CACHE_SECONDS)
     return response
 
 
@@ -228,15 +285,21 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     }
     partial = bool(request.htmx and not request.htmx.history_restore_request)
     if query.get("part") == "more":
-        context["query"] = permalink_for(query, store_config=False)
+        context["query"] = permalink_for(query, store_config=False, request=request)
         return _more_part(request, form, context)
     if form.is_valid():
         # The advice and the long GPU list come in a second request after the result (htmx).
         context.update(_calculate(form, catalogue_for(request), part="first" if partial else "all"))
-    link = permalink_for(query, store_config=request.method == "POST" and "result" in context)
+    link = permalink_for(
+        query, store_config=request.method == "POST" and "result" in context, request=request
+    )
     context["query"] = link
-    if request.method == "POST":
-        request.permalink_path = f"{request.path}?{link.urlencode()}"  # type: ignore[attr-defined]
+    # The language links and alternates point at this link, never at the raw request (whose
+    # unread keys a cached page must not repeat to the next visitor).
+    request.permalink_path = _path_with(request.path, link)  # type: ignore[attr-defined]
+    notice = getattr(request, "storage_notice", None)
+    if notice:
+        form.add_error("config", notice)
     # One out-of-band swap empties every message slot (fixed fields lose their old message);
     # only the fields with a message get their own.
     context["field_errors"] = [
@@ -253,12 +316,22 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
             response["HX-Reswap"] = "none"
             response["HX-Replace-Url"] = "false"
         elif request.method == "POST":
-            response["HX-Replace-Url"] = f"{request.path}?{link.urlencode()}"
+            response["HX-Replace-Url"] = _path_with(request.path, link)
     else:
         response = render(request, "calculator/index.html", context)
-    if "hub_error" in context:
-        response["Cache-Control"] = "no-store"  # the Hub may answer the next time
+    if "hub_error" in context or notice:
+        response["Cache-Control"] = "no-store"  # the Hub (or the storage) may answer next time
+    preset = context.get("preset")
+    if preset is not None and preset.is_unreviewed_import:
+        # Unreviewed imports are not part of the catalogue version (an import must not empty
+        # every cached page), so a page showing one is not cached under it either.
+        response["Cache-Control"] = "no-store"
     return response
+
+
+def _path_with(path: str, query: QueryDict) -> str:
+    encoded = query.urlencode()
+    return f"{path}?{encoded}" if encoded else path
 
 
 @dataclass(frozen=True)
@@ -346,6 +419,12 @@ def _calculate(
     except (ConfigError, PydanticValidationError) as error:
         attach_estimator_error(form, error)
         return context
+    except ArithmeticError as error:
+        # The bounds (estimator.bounds) are meant to make this unreachable; should an input
+        # still overflow, it gets a message, and the log says which.
+        logger.exception("estimate failed on bounded input")
+        attach_estimator_error(form, error)
+        return context
     context.update(
         calculation=calculation,
         gpu=gpu,
@@ -376,24 +455,43 @@ def _export(request: HttpRequest, export: str, context: dict[str, Any]) -> HttpR
     )
 
 
-def client_address(request: HttpRequest) -> str:
-    """The visitor's address: with ``DJANGO_PROXY_COUNT`` trusted proxies in front, the entry
-    of X-Forwarded-For that the outermost of them added (what the client itself wrote there is
-    ignored); without proxies, the connection's address."""
-    proxies = settings.PROXY_COUNT
-    forwarded = str(request.META.get("HTTP_X_FORWARDED_FOR", ""))
-    if proxies and forwarded:
-        hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
-        if len(hops) >= proxies:
-            return hops[-proxies]
-    return str(request.META.get("REMOTE_ADDR", "unknown"))
-
-
 def _within_rate(request: HttpRequest, bucket: str, limit: int, window_seconds: int) -> bool:
-    """A fixed-window counter per client address, shared by all workers (calculator.ratelimit)."""
+    """A fixed-window counter per client, shared by all workers and machines
+    (calculator.ratelimit; raises ``RateLimitUnavailable`` when its store does not answer)."""
     return ratelimit.rate_limit_within(
-        bucket=bucket, client=client_address(request), limit=limit, window_seconds=window_seconds
+        bucket=bucket, client=client_key(request), limit=limit, window_seconds=window_seconds
     )
+
+
+def unavailable(request: HttpRequest, message: Any, *, retry_after: int = 30) -> HttpResponse:
+    """503 for a service the request needs that did not answer: JSON under the API, a short
+    page elsewhere; ``Retry-After`` says when to try again."""
+    if request.path.startswith("/api/"):
+        response: HttpResponse = JsonResponse(
+            {"errors": [{"field": "", "message": str(message)}]}, status=503
+        )
+    else:
+        response = HttpResponse(
+            f"<!doctype html><title>503</title><p>{escape(message)}</p>",
+            status=503,
+            content_type="text/html; charset=utf-8",
+        )
+    response["Retry-After"] = str(retry_after)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: an unreachable database is an outage (503, quickly, JSON under the API),
+    not a bug; anything else is Django's plain 500."""
+    error = sys.exc_info()[1]
+    # OperationalError and InterfaceError are the connection's failures (refused, timed out,
+    # dropped, a locked SQLite file); a ProgrammingError or DataError is a bug: a 500.
+    if isinstance(error, OperationalError | InterfaceError):
+        return unavailable(
+            request, _("The calculator's database is not answering. Try again in a minute.")
+        )
+    return django_server_error(request)
 
 
 @csrf_exempt
@@ -414,25 +512,49 @@ def save_result(request: HttpRequest) -> HttpResponse:
     }
     if form.is_valid():
         context.update(_calculate(form, catalogue_for(request)))
-    if not _within_rate(request, "save", settings.SAVED_RESULT_RATE_PER_HOUR, 3600):
+    try:
+        within = _within_rate(request, "save", settings.SAVED_RESULT_RATE_PER_HOUR, 3600)
+    except ratelimit.RateLimitUnavailable:
+        within = None
+    if within is None or not within:
         # The whole page again, result included, with the reason above it: nothing is lost.
-        context["query"] = permalink_for(QueryDict(query), store_config=False)
-        context["notice"] = _(
-            "You have saved many links in the last hour; this one was not saved. Try again in an hour — the result below is unchanged and its address can be copied from the address bar."
+        notice = (
+            _(
+                "You have saved many links in the last hour; this one was not saved. Try again in an hour — the result below is unchanged and its address can be copied from the address bar."
+            )
+            if within is False
+            else _(
+                "Links cannot be saved right now (the server's storage did not answer). Try again in a minute — the result below is unchanged and its address can be copied from the address bar."
+            )
         )
-        response = render(request, "calculator/index.html", context, status=429)
-        response["Retry-After"] = "3600"
-        return response
+        return _not_saved(request, context, query, notice, status=429 if within is False else 503)
     if "result" not in context:
         return HttpResponseBadRequest(_("This result cannot be saved: fix the form first."))
-    saved = saved_result_create(
-        query=query,
-        request=context["request_obj"],
-        result=context["result"],
-        preset=context.get("preset"),
-        gpu=context.get("gpu") if isinstance(context.get("gpu"), GpuSpec) else None,
-    )
+    try:
+        saved = saved_result_create(
+            query=query,
+            request=context["request_obj"],
+            result=context["result"],
+            preset=context.get("preset"),
+            gpu=context.get("gpu") if isinstance(context.get("gpu"), GpuSpec) else None,
+            owner=owner_key(request),
+        )
+    except StorageFull:
+        notice = _(
+            "The server's storage for saved links is full; this one was not saved. The result below is unchanged and its address can be copied from the address bar."
+        )
+        return _not_saved(request, context, query, notice, status=503)
     return redirect("calculator:saved", saved_id=saved.id)
+
+
+def _not_saved(
+    request: HttpRequest, context: dict[str, Any], query: str, notice: Any, *, status: int
+) -> HttpResponse:
+    context["query"] = permalink_for(QueryDict(query), store_config=False, request=request)
+    context["notice"] = notice
+    response = render(request, "calculator/index.html", context, status=status)
+    response["Retry-After"] = "3600" if status == 429 else "60"
+    return response
 
 
 @require_GET
@@ -527,39 +649,90 @@ def suggest(request: HttpRequest) -> HttpResponse:
 def fits(request: HtmxHttpRequest) -> HttpResponse:
     """The honest 'what fits in my VRAM' table, and every catalogue model that fits your GPU.
 
-    Each setting takes hundreds of estimator searches (llama.cpp's per-tensor GGUF layout is the
-    dearest), so the rendered page is cached the same way as the calculator's."""
-    key = _cache_key(request)
-    cached = cache.get(key) if key else None
+    Each setting takes hundreds of estimator searches, so the rendered page is cached under
+    its validated settings (any spelling of the same settings, any unknown key, finds it), the
+    searches are memoised per catalogue version in each process, and a client may miss both
+    only ``FITS_RATE_PER_MINUTE`` times a minute."""
+    form = FitsForm(_fits_data(request.GET))
+    if not form.is_valid():
+        return render(request, "calculator/fits.html", {"form": form, "gpus": gpu_list()})
+    settings_read = {
+        key: value for key, value in form.cleaned_data.items() if value not in ("", None)
+    }
+    canonical = QueryDict(mutable=True)
+    for key, value in settings_read.items():
+        canonical[key] = _canonical_text(value)
+    request.permalink_path = _path_with(request.path, canonical)  # type: ignore[attr-defined]
+    key = page_cache_key(
+        request,
+        inputs=[(name, canonical.getlist(name)) for name in canonical],
+        partial=False,
+        version=catalogue_for(request).version or "",
+    )
+    cached = page_cache_get(key)
     if cached is not None:
         return HttpResponse(cached)
-    response = _fits(request)
-    if key and response.status_code == 200:
-        cache.set(key, response.content, RESULT_CACHE_SECONDS)
+    try:
+        within = _within_rate(request, "fits", settings.FITS_RATE_PER_MINUTE, 60)
+    except ratelimit.RateLimitUnavailable:
+        within = True  # a read: served without the limit while its store is down
+    if not within:
+        return _fits_limited(request)
+    # Rebound to the canonical values, so the cached page shows the same inputs to everyone.
+    response = _fits(request, FitsForm(_fits_data(canonical)), catalogue_for(request))
+    if response.status_code == 200 and "no-store" not in response.get("Cache-Control", ""):
+        page_cache_set(key, response.content, RESULT_CACHE_SECONDS)
     return response
 
 
-def _fits(request: HttpRequest) -> HttpResponse:
+def _canonical_text(value: Any) -> str:
+    """One spelling per value: 24 for 24, 24.0 and 024; 23.5 for 23.50."""
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+def _fits_data(query: QueryDict) -> QueryDict:
     data = QueryDict(mutable=True)
     for key, value in FitsForm.DEFAULTS.items():
         data[key] = str(value)
-    for key in request.GET:
+    for key in query:
         if key in FitsForm.base_fields:
-            data.setlist(key, request.GET.getlist(key))
-    form = FitsForm(data)
-    context: dict[str, Any] = {"form": form, "gpus": gpu_list()}
-    if form.is_valid():
-        c = form.cleaned_data
-        workload = reverse.Workload(
-            mode=c["mode"], seq_len=c["seq"], batch_size=c["batch"], runtime=c["runtime"]
+            data.setlist(key, query.getlist(key))
+    return data
+
+
+def _fits_limited(request: HttpRequest) -> HttpResponse:
+    message = _(
+        "You have asked for many different settings of this page in the last minute. Try again in a minute."
+    )
+    response = HttpResponse(
+        f"<!doctype html><title>429</title><p>{escape(message)}</p>",
+        status=429,
+        content_type="text/html; charset=utf-8",
+    )
+    response["Retry-After"] = "60"
+    return response
+
+
+def _fits(request: HttpRequest, form: FitsForm, catalogue: CatalogueSnapshot) -> HttpResponse:
+    context: dict[str, Any] = {"form": form, "gpus": catalogue.gpus}
+    if not form.is_valid():
+        return render(request, "calculator/fits.html", context)
+    c = form.cleaned_data
+    workload = reverse.Workload(
+        mode=c["mode"], seq_len=c["seq"], batch_size=c["batch"], runtime=c["runtime"]
+    )
+    presets = catalogue.presets()
+    context["workload"] = workload
+    context["mode_label"] = dict(FITS_MODE_CHOICES)[workload.mode]
+    context["precisions"] = workload.precisions
+    context["large_quality_loss"] = reverse.LARGE_QUALITY_LOSS
+    try:
+        context["table"] = catalogue.derived(
+            ("tier_table", workload), lambda: reverse.tier_table(workload, presets)
         )
-        presets = list(preset_list())
-        context["workload"] = workload
-        context["mode_label"] = dict(FITS_MODE_CHOICES)[workload.mode]
-        context["precisions"] = workload.precisions
-        context["large_quality_loss"] = reverse.LARGE_QUALITY_LOSS
-        context["table"] = reverse.tier_table(workload, presets)
-        gpu = GpuSpec.objects.filter(slug=c.get("gpu") or "", active=True).first()
+        gpu = next((g for g in catalogue.gpus if g.slug == (c.get("gpu") or "")), None)
         usable = (
             gpu.usable_bytes
             if gpu
@@ -567,14 +740,27 @@ def _fits(request: HttpRequest) -> HttpResponse:
         )
         if usable:
             speed_gpu = gpu_performance(gpu=gpu, count=c["count"]) if gpu else None
+            models = catalogue.derived(
+                ("models_that_fit", workload, usable, c["count"], gpu.slug if gpu else None),
+                lambda: reverse.models_that_fit(
+                    workload, presets, usable, c["count"], speed_gpu=speed_gpu
+                ),
+            )
             context["own"] = {
                 "gpu": gpu,
                 "gb": c.get("gb"),
                 "count": c["count"],
                 "usable_bytes": usable,
-                "models": reverse.models_that_fit(
-                    workload, presets, usable, c["count"], speed_gpu=speed_gpu
-                ),
+                "models": models,
                 "speed": speed_gpu is not None,
             }
+    except (ConfigError, PydanticValidationError) as error:
+        # A setting the searches cannot express (the reverse module keeps its probes within
+        # the request's bounds; this is the last line, a message rather than a 500).
+        form.add_error(None, _("These settings cannot be computed: %(reason)s") % {"reason": error})
+        context.pop("table", None)
+        context.pop("workload", None)
+        response = render(request, "calculator/fits.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
     return render(request, "calculator/fits.html", context)

@@ -41,6 +41,16 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer.") from error
 
 
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from error
+
+
 DEBUG = env_bool("DJANGO_DEBUG", False)
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
@@ -102,9 +112,11 @@ AXES_FAILURE_LIMIT = env_int("DJANGO_AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = env_int("DJANGO_AXES_COOLOFF_HOURS", 1)
 AXES_LOCKOUT_PARAMETERS = ["ip_address", ["username", "user_agent"]]
 # Reverse proxies in front of the app that append to X-Forwarded-For: the rate limits and the
-# admin lockout count the address the outermost of them saw.
+# admin lockout count the address the outermost of them saw, by one rule (calculator.clients;
+# axes' own ipware settings read only REMOTE_ADDR unless told otherwise, which behind a proxy
+# is the proxy's address: one client's failures then locked every administrator out).
 PROXY_COUNT = env_int("DJANGO_PROXY_COUNT", 0)
-AXES_IPWARE_PROXY_COUNT = PROXY_COUNT or None
+AXES_CLIENT_IP_CALLABLE = "calculator.clients.client_address"
 ADMIN_URL = os.environ.get("DJANGO_ADMIN_URL", "admin/").strip("/") + "/"
 
 # No inline script or style anywhere: htmx is configured by a meta tag with its indicator
@@ -124,10 +136,25 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
-# Saved links: at most this many, none older than this (oldest removed first when saving).
+# What visitors store (saved links, pasted configs): none older than the retention period, at
+# most MAX_ROWS in all and MAX_PER_CLIENT from one client. A client past its own quota loses
+# its own oldest rows; when the table is full, new rows are refused: one client can never
+# evict what other people stored.
 SAVED_RESULT_RETENTION_DAYS = env_int("DJANGO_SAVED_RESULT_RETENTION_DAYS", 365)
 SAVED_RESULT_MAX_ROWS = env_int("DJANGO_SAVED_RESULT_MAX_ROWS", 100_000)
+SAVED_RESULT_MAX_PER_CLIENT = env_int("DJANGO_SAVED_RESULT_MAX_PER_CLIENT", 1_000)
 SAVED_RESULT_RATE_PER_HOUR = env_int("DJANGO_SAVED_RESULT_RATE_PER_HOUR", 30)
+PASTED_CONFIG_RETENTION_DAYS = env_int("DJANGO_PASTED_CONFIG_RETENTION_DAYS", 365)
+PASTED_CONFIG_MAX_ROWS = env_int("DJANGO_PASTED_CONFIG_MAX_ROWS", 100_000)
+PASTED_CONFIG_MAX_PER_CLIENT = env_int("DJANGO_PASTED_CONFIG_MAX_PER_CLIENT", 1_000)
+PASTED_CONFIG_RATE_PER_HOUR = env_int("DJANGO_PASTED_CONFIG_RATE_PER_HOUR", 60)
+# Hub imports a client may start per hour, and unreviewed imports kept in all (past that, new
+# repositories get a message until an admin reviews or deletes some).
+HUB_IMPORT_RATE_PER_HOUR = env_int("DJANGO_HUB_IMPORT_RATE_PER_HOUR", 20)
+HUB_IMPORT_MAX_UNREVIEWED = env_int("DJANGO_HUB_IMPORT_MAX_UNREVIEWED", 10_000)
+# /fits/ pages that miss the page cache, per client and minute: each is a search over the whole
+# catalogue (about 0.1-1 s of CPU).
+FITS_RATE_PER_MINUTE = env_int("DJANGO_FITS_RATE_PER_MINUTE", 30)
 
 # Hugging Face Hub look-ups (calculator/hub.py): HF_ENDPOINT and HF_TOKEN are read when a
 # look-up runs, as huggingface_hub names them; this bounds each request to the Hub.
@@ -186,6 +213,11 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # An unreachable server fails a request in seconds (a 503), not after the worker timeout.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env_int("DJANGO_DB_CONNECT_TIMEOUT_SECONDS", 3)
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The workers of one machine all write this one file (cached pages, rate counters): in WAL
     # mode readers go on during a write and a commit costs no fsync (synchronous=NORMAL is
@@ -204,9 +236,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # extra service; `manage.py createcachetable` creates it).
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 CACHE_KEY_PREFIX = os.environ.get("DJANGO_CACHE_KEY_PREFIX", "vram").strip()
+# Every Redis operation (cache and rate counters) gives up after this long: a paused or
+# unreachable Redis costs a request this much, not the worker timeout.
+REDIS_TIMEOUT_SECONDS = env_float("DJANGO_REDIS_TIMEOUT_SECONDS", 1.0)
 CACHES: dict[str, dict[str, Any]] = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {
+                "socket_timeout": REDIS_TIMEOUT_SECONDS,
+                "socket_connect_timeout": REDIS_TIMEOUT_SECONDS,
+            },
+        }
         if REDIS_URL
         else {
             "BACKEND": "django.core.cache.backends.db.DatabaseCache",

@@ -18,3 +18,5 @@ urlpatterns += i18n_patterns(
     path(settings.ADMIN_URL, admin.site.urls),
     prefix_default_language=False,
 )
+
+handler500 = "calculator.views.server_error"

@@ -10,11 +10,21 @@ parameter counting, shared by all families, lives here and follows the module la
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from calculator.estimator.bounds import (
+    MAX_CONFIG_INTEGER,
+    MAX_PARAMS,
+    DocumentError,
+    check_config_document,
+    check_config_integer,
+    shown,
+)
 
 NormKind = Literal["rms", "layer", "rms_gemma"]
 QkNorm = Literal["none", "per_head", "full"]
@@ -187,9 +197,33 @@ class Architecture(BaseModel):
 
     @classmethod
     def from_hf_config(cls, config: Mapping[str, Any]) -> Architecture:
-        """Read a published ``config.json`` with the reader its family module registered."""
+        """Read a published ``config.json`` with the reader its family module registered,
+        within the bounds every model description shares (``bounds``): a document no model
+        configuration can be, or a model past ``MAX_PARAMS`` parameters, is a ``ConfigError``."""
         if not isinstance(config, Mapping):
             raise ConfigError("The config must be a JSON object.")
+        try:
+            check_config_document(config)
+        except DocumentError as error:
+            raise ConfigError(str(error), error.field) from error
+        try:
+            arch = cls._read(config)
+        except ConfigError:
+            raise
+        except (ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as error:
+            # A family reader met a value of a shape no published config has (a list where a
+            # number belongs, an out-of-range index): the config's fault, said as such.
+            raise ConfigError(f"The config cannot be read: {error}") from error
+        if arch.params_total > MAX_PARAMS:
+            raise ConfigError(
+                f"The config describes {shown(arch.params_total)} parameters; at most "
+                f"{MAX_PARAMS:.0e} are accepted. Check its sizes (hidden_size, "
+                "intermediate_size, vocab_size, the expert counts)."
+            )
+        return arch
+
+    @classmethod
+    def _read(cls, config: Mapping[str, Any]) -> Architecture:
         from calculator.estimator.families.registry import family_of, reader_for
 
         family = family_of(config)
@@ -205,6 +239,15 @@ class Architecture(BaseModel):
             arch = reader_for(config)(ConfigFields({**config, "model_type": family}))
             return arch.model_copy(update={"model_type": model_type or family})
         return reader_for(config)(ConfigFields(config))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied and no cached derived size: those live in the
+        instance's ``__dict__``, which pydantic copies, so a copy with more ``extra_params``
+        would otherwise keep the original's ``params_total``."""
+        copied = super().model_copy(update=update, deep=deep)
+        for name in _CACHED_SIZES:
+            copied.__dict__.pop(name, None)
+        return copied
 
     # --- derived sizes -------------------------------------------------------------------
     @property
@@ -472,11 +515,12 @@ class Architecture(BaseModel):
         return max(self.layer_params(index) for index, _count in self.layer_kinds)
 
 
+_CACHED_SIZES = tuple(
+    name for name, value in vars(Architecture).items() if isinstance(value, cached_property)
+)
+
+
 # --- reading configs ---------------------------------------------------------------------
-LAYER_COUNT_FIELDS = frozenset({"num_hidden_layers", "n_layer", "num_layers", "depth"})
-MAX_LAYERS = 10_000
-
-
 class ConfigFields:
     """Typed access to a config dict with clear errors naming the field."""
 
@@ -501,15 +545,9 @@ class ConfigFields:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigError(f"Config field '{name}' must be a number, got {value!r}.", name)
-            if value != int(value) or value < 0:
-                raise ConfigError(
-                    f"Config field '{name}' must be a non-negative integer, got {value!r}.", name
-                )
-            if name in LAYER_COUNT_FIELDS and value > MAX_LAYERS:
-                # Readers build per-layer tuples; no real model is anywhere near this deep.
-                raise ConfigError(
-                    f"Config field '{name}' must be at most {MAX_LAYERS}, got {value!r}.", name
-                )
+            problem = check_config_integer(name, value)
+            if problem:
+                raise ConfigError(problem, name)
             return int(value)
         if default is not None:
             return default
@@ -544,6 +582,12 @@ class ConfigFields:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigError(f"Config field '{name}' must be a number, got {value!r}.", name)
+            if isinstance(value, int) and abs(value) > MAX_CONFIG_INTEGER:
+                raise ConfigError(f"Config field '{name}' is too large, got {shown(value)}.", name)
+            if not math.isfinite(value):
+                raise ConfigError(
+                    f"Config field '{name}' must be a finite number, got {value!r}.", name
+                )
             return float(value)
         return default
 

@@ -12,10 +12,21 @@ from pydantic import (
     Field,
     PrivateAttr,
     Tag,
+    ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from calculator.estimator.bounds import (
+    MAX_BATCH,
+    MAX_GPUS,
+    MAX_LAYERS,
+    MAX_PARAMS_BILLION,
+    MAX_SEQ_LEN,
+    DocumentError,
+    check_config_document,
+)
 from calculator.estimator.runtimes.llama_cpp import LlamaCppOptions, LlamaCppResult
 from calculator.estimator.runtimes.vllm import KvCacheDtype, Quantization, VllmResult
 
@@ -52,12 +63,6 @@ LoraTarget = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_pr
 TRAINING_MODES: frozenset[str] = frozenset({"full_finetune", "pretrain", "lora", "qlora"})
 FLOAT_PRECISIONS: frozenset[str] = frozenset({"fp32", "fp16", "bf16"})
 
-# Bounds keep every request computable in microseconds; they sit far beyond any real model.
-MAX_PARAMS_BILLION = 100_000.0
-MAX_SEQ_LEN = 10_000_000
-MAX_BATCH = 1_000_000
-MAX_GPUS = 65_536
-
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -87,11 +92,29 @@ class ConfigModel(_ModelDescription):
         "checkpoint estimated in its own format then takes exactly these bytes as its weights.",
     )
 
+    @field_validator("config")
+    @classmethod
+    def _a_config_document(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Here, not only when the architecture is read: the description's cache key serialises
+        # the whole document first. The error is located at the offending key.
+        try:
+            check_config_document(value)
+        except DocumentError as error:
+            detail = InitErrorDetails(
+                type=PydanticCustomError("config_document", "{reason}", {"reason": str(error)}),
+                loc=error.path,
+                input=value,
+            )
+            raise ValidationError.from_exception_data("config", [detail]) from error
+        return value
+
     @field_validator("checkpoint_dtypes")
     @classmethod
     def _counts_not_negative(cls, value: dict[str, int] | None) -> dict[str, int] | None:
         if value is not None and any(count < 0 for count in value.values()):
             raise ValueError("element counts cannot be negative")
+        if value is not None and sum(value.values()) > 2**63 - 1:
+            raise ValueError("element counts past 2⁶³ describe no checkpoint")
         return value
 
 
@@ -101,7 +124,7 @@ class CustomModel(_ModelDescription):
     params_billion: float | None = Field(
         default=None, gt=0, le=MAX_PARAMS_BILLION, description="Total parameters, in billions."
     )
-    num_layers: int | None = Field(default=None, gt=0, le=10_000)
+    num_layers: int | None = Field(default=None, gt=0, le=MAX_LAYERS)
     hidden_size: int | None = Field(default=None, gt=0, le=1_000_000)
     num_attention_heads: int | None = Field(default=None, gt=0, le=10_000)
     num_kv_heads: int | None = Field(default=None, gt=0, le=10_000)

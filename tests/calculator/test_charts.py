@@ -5,6 +5,8 @@ The default frame: viewBox 496 × 300, plot box from x = 64 to 464 (400 wide) an
 concurrency) base-10 logarithmic between its lowest and highest tick.
 """
 
+import itertools
+
 import pytest
 from django.template.loader import render_to_string
 from django.utils import translation
@@ -273,3 +275,21 @@ def test_llama_cpp_memory_grows_by_the_kv_cache_of_every_slot(client):
     page = response.content.decode()
     assert "context per slot (tokens)" in page
     assert "4 slots of 2,048 tokens" in page
+
+
+@pytest.mark.parametrize("top", [1e-11, 3.2e-12, 4.7e-300, 7.5, 2.2e5, 1e300])
+def test_ticks_are_finite_and_reach_the_top_at_any_scale(top):
+    # Finding 1 of the review: tokens/s below 1e-10 made the step round to 0, and the tick
+    # loop appended zeros until the worker was killed. At most count + 1 steps, each i · step.
+    ticks = linear_ticks(top)
+    assert len(ticks) <= 6
+    assert ticks[0] == 0
+    assert ticks[-1] >= top * (1 - 1e-9)
+    assert all(b > a for a, b in itertools.pairwise(ticks))
+
+
+def test_a_throughput_chart_of_tiny_rates_is_drawn():
+    # Rates of 10⁻¹¹ tokens/s (what a 10¹² hidden size gave before configs were bounded):
+    # a step of 2.5·10⁻¹² (hand: nice_step(10⁻¹¹, 4)), four intervals.
+    chart = throughput_chart([(1, 1e-11), (2, 2e-11)])
+    assert [t.value for t in chart.y_ticks] == [0, 5e-12, 1e-11, 1.5e-11, 2e-11]

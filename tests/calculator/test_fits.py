@@ -97,3 +97,23 @@ def test_fits_page_bad_input_gets_a_message(client):
     response = client.get("/fits/?seq=-1&gb=abc")
     assert response.status_code == 200
     assert "Must be at least 1." in response.content.decode()
+
+
+def test_a_llama_cpp_context_past_its_limit_is_a_message_on_the_batch(client):
+    # Finding 12: -c = 1,048,576 × 10 = 10,485,760 tokens, past llama.cpp's bound of
+    # 10,000,000 here (LlamaCppOptions.n_ctx), was a 500.
+    response = client.get("/fits/", {"runtime": "llama_cpp", "seq": 1_048_576, "batch": 10})
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "at most 10,000,000" in body
+    assert 'id="errors_batch"' in body
+
+
+def test_a_model_with_a_ten_million_token_window_gets_a_longest_context_within_bounds(client):
+    # Finding 12: Llama 4 Scout's window (max_position_embeddings 10,485,760) made the
+    # longest-context probe ask for 10,240,000 tokens, past the request's 10,000,000.
+    scout = ModelPreset.objects.filter(max_context__gt=10_000_000).first()
+    assert scout is not None
+    response = client.get("/fits/", {"gb": 100_000, "count": 1024})
+    assert response.status_code == 200
+    assert scout.display_name in response.content.decode()

@@ -8,7 +8,7 @@ from django.db.utils import OperationalError
 def test_healthz_is_200_when_the_database_answers(client):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    assert response.json() == {"status": "ok", "database": "ok", "cache": "ok"}
 
 
 @pytest.mark.django_db

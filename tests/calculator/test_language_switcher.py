@@ -38,3 +38,24 @@ def test_links_on_a_spanish_page_point_to_each_language_with_the_inputs(client):
     assert set(targets) == set(CODES)
     response = client.get("/lang/en", {"next": "/es/fits/?seq=2048"})
     assert response["Location"] == "/fits/?seq=2048"
+
+
+@pytest.mark.parametrize(
+    "next_path",
+    [
+        "/es//evil.example/path",  # the review's: /es stripped leaves //evil.example/path
+        "/de//evil.example",
+        "/zh-hans//evil.example",
+        "//evil.example",
+        "/\\evil.example",
+        "https://evil.example/",
+        "/\t/evil.example",
+    ],
+)
+@pytest.mark.parametrize("language", ["en", "es", "xx"])
+def test_the_switcher_never_redirects_off_this_site(client, next_path, language):
+    # Finding 6 of the security review of 654b6a2: Location: //evil.example/path.
+    location = client.get(f"/lang/{language}", {"next": next_path})["Location"]
+    assert location.startswith("/")
+    assert not location.startswith(("//", "/\\"))
+    assert "\t" not in location

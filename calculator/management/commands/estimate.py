@@ -24,6 +24,8 @@ from calculator.hub import HubError, hub_preset
 from calculator.models import GpuSpec
 from calculator.selectors import preset_description, preset_resolve
 
+# Far beyond a list of requests with pasted configs; a bound, so `--json /dev/zero` stops.
+MAX_INPUT_CHARS = 64 * 1024 * 1024
 _REQUESTS: TypeAdapter[EstimateRequest | list[EstimateRequest]] = TypeAdapter(
     EstimateRequest | list[EstimateRequest]
 )
@@ -78,9 +80,18 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         path: str = options["path"]
         try:
-            text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
-        except OSError as error:
+            if path == "-":
+                text = sys.stdin.read(MAX_INPUT_CHARS + 1)
+            else:
+                with open(path, encoding="utf-8") as file:
+                    text = file.read(MAX_INPUT_CHARS + 1)
+        except (OSError, UnicodeDecodeError) as error:
             raise CommandError(f"Cannot read {path}: {error}", returncode=2) from error
+        if len(text) > MAX_INPUT_CHARS:
+            raise CommandError(
+                f"{path} is longer than {MAX_INPUT_CHARS:,} characters: not a request.",
+                returncode=2,
+            )
         card: Card | None = None
         if options.get("vram"):
             if not 1 <= options["vram"] <= 100_000:
@@ -103,5 +114,9 @@ class Command(BaseCommand):
             raise CommandError("Invalid request; see the errors above.", returncode=2) from error
         except ConfigError as error:
             raise CommandError(f"Invalid model config: {error}", returncode=2) from error
+        except (ValueError, ArithmeticError, RecursionError) as error:
+            # Input the validators above let through but no estimate can be made of: still the
+            # input's fault, reported as such rather than as a traceback.
+            raise CommandError(f"Cannot estimate this request: {error}", returncode=2) from error
         output = results if isinstance(parsed, list) else results[0]
         self.stdout.write(json.dumps(output, indent=2))
