@@ -4,6 +4,7 @@ with what that save changed, instead of silently undoing it (security review, fi
 import json
 import threading
 from html.parser import HTMLParser
+from typing import Any
 
 import pytest
 from django.contrib.admin.models import LogEntry
@@ -317,3 +318,64 @@ def test_two_saves_from_one_version_at_the_same_moment_let_exactly_one_through(m
     assert errors == []
     assert statuses == {"alice": 302, "bob": 200}
     assert GpuSpec.objects.get(pk=gpu.pk).notes == "A"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_catalogue_loader_and_an_admin_save_at_once_lose_neither(monkeypatch, tmp_path):
+    """`load_presets` updates a row nobody edited; an admin saving it during that update must
+    not be overwritten (and the row then look unedited to every later load). The loader is
+    held between its read and its write for up to a second while the admin saves."""
+    from calculator import services
+
+    entry = {"slug": "race-gpu", "name": "Race GPU", "vendor": "nvidia", "memory_gb": 8}
+    seed = tmp_path / "gpus.json"
+    seed.write_text(json.dumps({"gpus": [{**entry, "bandwidth_gb_s": 500}]}))
+    services.catalogue_load_gpus(gpu_model=GpuSpec, path=seed)
+    seed.write_text(json.dumps({"gpus": [{**entry, "bandwidth_gb_s": 600}]}))
+    alice = admin_client("alice")
+    url = f"/admin/calculator/gpuspec/{GpuSpec.objects.get(slug='race-gpu').pk}/change/"
+    page = alice.get(url)
+
+    loader_between, admin_done = threading.Event(), threading.Event()
+    row_values = services._row_values
+
+    def held_row_values(row, fields):
+        if threading.current_thread().name == "loader":
+            loader_between.set()
+            admin_done.wait(timeout=1.0)
+        return row_values(row, fields)
+
+    monkeypatch.setattr(services, "_row_values", held_row_values)
+    results: dict[str, Any] = {}
+    errors: list[BaseException] = []
+
+    def run(name: str, work) -> None:
+        try:
+            results[name] = work()
+        except BaseException as error:  # reported below, not lost in the thread
+            errors.append(error)
+        finally:
+            if name == "admin":
+                admin_done.set()
+            connection.close()
+
+    loader = threading.Thread(
+        name="loader",
+        target=run,
+        args=("loader", lambda: services.catalogue_load_gpus(gpu_model=GpuSpec, path=seed)),
+    )
+    loader.start()
+    assert loader_between.wait(timeout=10)
+    admin = threading.Thread(
+        target=run, args=("admin", lambda: save(alice, url, page, notes="Alice's note."))
+    )
+    admin.start()
+    loader.join()
+    admin.join()
+    assert errors == []
+    assert results["loader"].updated == ["race-gpu"]
+    refused = results["admin"]
+    assert refused.status_code == 200  # opened before the loader's update: shown what changed
+    assert "They changed Memory bandwidth (GB/s) to: 600" in refused.content.decode()
+    assert form_fields(refused)["notes"] == "Alice's note."
+    assert GpuSpec.objects.get(slug="race-gpu").bandwidth_gb_s == 600.0
