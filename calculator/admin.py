@@ -1,15 +1,21 @@
 from __future__ import annotations
 
+import hashlib
 import json
+from decimal import Decimal
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import display_for_field
+from django.db import models
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.forms.models import model_to_dict
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.template.defaultfilters import yesno
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.text import slugify
+from django.utils.text import Truncator, capfirst, slugify
 from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, ConfigError
@@ -17,6 +23,201 @@ from calculator.models import GpuSpec, ModelAlias, ModelPreset, PresetOrigin
 
 IMPORT_SESSION_KEY = "calculator_preset_import"
 MAX_IMPORT_BYTES = 512 * 1024
+ROW_VERSION = "row_version"
+
+
+def value_version(value: Any) -> str:
+    """A short digest of one value as the database returns it (and as a form cleans it)."""
+    if isinstance(value, Decimal):
+        value = format(value.normalize(), "f")  # 24.00 from the database, 24 as typed
+    elif isinstance(value, models.Model):
+        value = value.pk
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+class RowVersionField(forms.CharField):
+    """Where a change form carries the version of the row it was opened on."""
+
+    widget = forms.HiddenInput
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return False  # not an edit: it must not appear in the history's "Changed …"
+
+
+class ConflictCheckedForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A change form that refuses to write over a save made after it was opened.
+
+    The version it carries is a digest of each value it shows, fields and inline rows alike,
+    as they were when it was rendered: what the save would write back. ``updated_at`` alone
+    would refuse a save after another that changed nothing, and could not say what changed.
+    On a refusal the form comes back with what was typed, the saved values in the fields that
+    were not touched, and the row's current version, so that saving again keeps both edits.
+    ``ConflictCheckedAdmin`` locks the row first, so the check and the write are one step.
+    """
+
+    row_version = RowVersionField(required=False)
+    # Set by ConflictCheckedAdmin.get_form: the related managers its inlines write.
+    tracked_related: tuple[str, ...] = ()
+    empty_value_display = "-"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.related_rows: dict[str, list[models.Model]] = {}
+        self.saved_versions: dict[str, str] = {}
+        if self.instance.pk is not None:
+            model_fields = {field.name for field in self.instance._meta.get_fields()}
+            for name in self.fields:
+                if name in model_fields:
+                    self.saved_versions[name] = value_version(self[name].initial)
+            for accessor in self.tracked_related:
+                rows = list(getattr(self.instance, accessor).order_by("pk"))
+                self.related_rows[accessor] = rows
+                self.saved_versions[accessor] = value_version(
+                    [[row.pk, model_to_dict(row)] for row in rows]
+                )
+            self.fields[ROW_VERSION].initial = json.dumps(self.saved_versions, sort_keys=True)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.instance.pk is None:
+            return cleaned
+        opened = self._opened_versions()
+        if opened is None:
+            self._show_saved_version(theirs_only=[])
+            raise forms.ValidationError(
+                _(
+                    "This form does not say which version it was opened on, so saving it "
+                    "could undo someone else's changes. Nothing was saved: check the values, "
+                    "then save again."
+                ),
+                code="no_version",
+            )
+        changed = [
+            name
+            for name, now in self.saved_versions.items()
+            if opened.get(name) != now
+            # Typed as it is saved now (both made the same edit): nothing would be undone.
+            and not (name in cleaned and value_version(cleaned[name]) == now)
+        ]
+        if not changed:
+            return cleaned
+        theirs_only = [
+            name
+            for name in changed
+            if name in cleaned
+            and value_version(cleaned[name]) == opened.get(name)
+            and not isinstance(self.fields[name].widget, (forms.MultiWidget, forms.FileInput))
+        ]
+        errors = [
+            forms.ValidationError(
+                _(
+                    "Someone else saved changes here after you opened this page, so yours "
+                    "were not saved yet: they are still in the form. Check what the other "
+                    "person changed (listed below), then save again."
+                ),
+                code="conflict",
+            )
+        ]
+        for name in changed:
+            message = (
+                _("They changed %(field)s to: %(value)s (now shown in the form).")
+                if name in theirs_only
+                else _("They changed %(field)s to: %(value)s (the form still shows yours).")
+            )
+            label, value = self._saved_value(name)
+            errors.append(
+                forms.ValidationError(
+                    message, code="conflict_field", params={"field": label, "value": value}
+                )
+            )
+        self._show_saved_version(theirs_only=theirs_only)
+        raise forms.ValidationError(errors)
+
+    def _opened_versions(self) -> dict[str, str] | None:
+        try:
+            opened = json.loads(self.data.get(self.add_prefix(ROW_VERSION)) or "")
+        except ValueError:
+            return None
+        return opened if isinstance(opened, dict) and opened else None
+
+    def _saved_value(self, name: str) -> tuple[str, str]:
+        """The label of a field or inline, and its value as saved now, short."""
+        if name in self.related_rows:
+            rows = self.related_rows[name]
+            meta = getattr(self.instance, name).model._meta
+            label = capfirst(str(meta.verbose_name_plural))
+            text = ", ".join(str(row) for row in rows) or self.empty_value_display
+        else:
+            value = self[name].initial
+            label = str(self.fields[name].label or name)
+            if isinstance(value, bool):
+                text = str(yesno(value))
+            else:
+                field = self.instance._meta.get_field(name)
+                text = str(display_for_field(value, field, self.empty_value_display, True))
+        return label, Truncator(text).chars(80)
+
+    def _show_saved_version(self, *, theirs_only: list[str]) -> None:
+        """Render again with the row's current version, and its saved values in the fields
+        that the other save changed and this one did not."""
+        data = QueryDict(mutable=True)
+        data.update(self.data)
+        for name in theirs_only:
+            bound = self[name]
+            widget = bound.field.widget
+            if isinstance(widget, forms.CheckboxInput):
+                if bound.initial:
+                    data[bound.html_name] = "on"
+                else:
+                    data.pop(bound.html_name, None)
+                continue
+            shown = widget.format_value(bound.field.prepare_value(bound.initial))
+            if isinstance(shown, list):
+                data.setlist(bound.html_name, shown)
+            else:
+                data[bound.html_name] = "" if shown is None else shown
+        data[self.add_prefix(ROW_VERSION)] = json.dumps(self.saved_versions, sort_keys=True)
+        self.data = data
+
+
+class ConflictCheckedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """A model admin whose change form will not silently undo another admin's save."""
+
+    form = ConflictCheckedForm
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Any:
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None or request.method != "POST":
+            return obj
+        # changeform_view runs a POST in one transaction: the row stays locked from here to
+        # the save's commit, so no other save comes between the form's check and its write.
+        # (PostgreSQL; SQLite's IMMEDIATE transactions already let one writer in at a time.)
+        return self.get_queryset(request).select_for_update().filter(pk=obj.pk).first()
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        assert issubclass(form, ConflictCheckedForm)
+        form.tracked_related = self.inline_accessors(request, obj)
+        form.empty_value_display = str(self.get_empty_value_display())
+        return form
+
+    def inline_accessors(self, request: HttpRequest, obj: Any) -> tuple[str, ...]:
+        """The related managers (``preset.aliases``) whose rows this admin's inlines edit."""
+        accessors = []
+        for inline in self.get_inlines(request, obj):
+            for field in inline.model._meta.fields:
+                if (
+                    field.many_to_one
+                    and field.related_model is self.model
+                    and inline.fk_name in (None, field.name)
+                ):
+                    accessors.append(field.remote_field.get_accessor_name())
+        return tuple(accessors)
 
 
 class ModelAliasInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -107,7 +308,7 @@ def suggested_preset(config: dict[str, Any], arch: Architecture, hf_repo: str) -
 
 
 @admin.register(ModelPreset)
-class ModelPresetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ModelPresetAdmin(ConflictCheckedAdmin):
     list_display = (
         "display_name",
         "family",
@@ -228,7 +429,7 @@ class ModelPresetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(GpuSpec)
-class GpuSpecAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class GpuSpecAdmin(ConflictCheckedAdmin):
     list_display = (
         "name",
         "vendor",

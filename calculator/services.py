@@ -237,7 +237,10 @@ def _upsert(
     aliases: tuple[Any, list[str]] | None = None,
 ) -> None:
     seed_hash = fingerprint(values)
-    row = model.objects.filter(slug=slug).first()
+    # Locked to the commit: an admin save landing between this read and the write below would
+    # be overwritten, and its row then look unedited (PostgreSQL; SQLite's IMMEDIATE
+    # transactions already keep other writers out).
+    row = model.objects.select_for_update().filter(slug=slug).first()
     if row is None:
         row = model(slug=slug, seed_fingerprint=seed_hash, **values, **(extra or {}))
         row.save()
