@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 from csp.decorators import csp_exempt
+from django import forms
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError, ValidationError
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag, model_validator
@@ -380,6 +381,33 @@ def _config_error_field(payload: ApiEstimateRequest, error: ConfigError) -> str:
     return "model"
 
 
+def _refuses_empty(field: forms.Field) -> bool:
+    try:
+        field.clean([""] if isinstance(field, forms.MultipleChoiceField) else "")
+    except forms.ValidationError:
+        return True
+    return False
+
+
+# Permalink keys whose empty value the page refuses ("This field is required."), and ``model``,
+# which the form refuses empty when a catalogue model is asked for. The API documents every key
+# as optional with the page's defaults, so for these an empty value means the default; keys
+# whose empty value means something of its own (gpu: none, kv: the compute dtype, ngl: all
+# layers) keep it. The page itself still refuses an emptied field: its visitor cleared it.
+EMPTY_MEANS_DEFAULT = frozenset(
+    {"model"}
+    | {name for name, field in CalculatorForm.base_fields.items() if _refuses_empty(field)}
+)
+
+
+def _without_empty_defaults(query: QueryDict) -> QueryDict:
+    kept = query.copy()
+    for key in EMPTY_MEANS_DEFAULT:
+        if key in kept and not any(value.strip() for value in kept.getlist(key)):
+            del kept[key]
+    return kept
+
+
 class PermalinkQuery(Schema):
     """The calculator page's query string; every key is optional (defaults as on the page)."""
 
@@ -463,7 +491,7 @@ class PermalinkQuery(Schema):
 def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
     from calculator.views import catalogue_for, form_data, resolve_form_model
 
-    form = CalculatorForm(form_data(request.GET))
+    form = CalculatorForm(form_data(_without_empty_defaults(request.GET)))
     if not form.is_valid():
         return _errors(422, [(name, str(msgs[0])) for name, msgs in form.errors.items()])
     resolved = resolve_form_model(form, catalogue_for(request))

@@ -134,6 +134,30 @@ def test_get_estimate_reports_form_errors_by_field(client):
     assert response.json()["errors"][0]["field"] == "batch"
 
 
+def test_get_estimate_reads_empty_keys_as_the_defaults(client):
+    # The OpenAPI says every key is optional with the page's defaults: a key sent empty
+    # (schemathesis sends them all) is the same request as one left out.
+    empty = (
+        "source=&model=&mode=&precision=&optimizer=&batch=&seq=&attn=&lora_rank="
+        "&lora_targets=&gpus=&zero=&tp="
+    )
+    response = client.get("/api/v1/estimate?" + empty)
+    assert response.status_code == 200, response.json()
+    assert response.json() == client.get("/api/v1/estimate").json()
+
+
+def test_get_estimate_keeps_empty_values_that_mean_something(client):
+    # An empty gpu asks for no GPU (no verdict), as on the page; left out, the page's GPU applies.
+    assert client.get("/api/v1/estimate?gpu=").json()["verdict"] is None
+    assert client.get("/api/v1/estimate").json()["verdict"] is not None
+
+
+def test_the_page_still_refuses_an_emptied_field(client):
+    # The visitor cleared the field: the page says so instead of quietly using the default.
+    response = client.get("/?seq=")
+    assert "Enter a whole number." in response.content.decode()
+
+
 def test_models_search_and_paging(client):
     first = client.get("/api/v1/models?q=qwen&page_size=5").json()
     second = client.get("/api/v1/models?q=qwen&page_size=5&page=2").json()
