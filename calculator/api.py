@@ -6,11 +6,13 @@ drift apart.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from csp.decorators import csp_exempt
+from django import forms
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError, ValidationError
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag, model_validator
@@ -214,21 +216,36 @@ def _errors(status: int, items: list[tuple[str, str]]) -> Status[dict[str, Any]]
     return Status(status, {"errors": [{"field": f, "message": m} for f, m in items]})
 
 
-def _field(location: Any) -> str:
-    """A pydantic error location as the API names fields: ``model.config.<key>`` for a key of a
-    config.json (pydantic's path repeats ``config``, the union's tag and the field's name)."""
-    parts = [str(part) for part in location if part not in {"body", "payload"}]
-    if parts[:3] == ["model", "config", "config"]:
-        parts = parts[:2] + parts[3:]
+# The tags of the ``model`` unions: pydantic puts the one it chose in an error's location
+# (model → custom → params_billion), though no request has such a key.
+MODEL_TAGS = frozenset({"config", "custom", "preset", "hub"})
+
+
+def _field_path(location: Sequence[int | str]) -> str:
+    """The dotted path, in the request body, of what a pydantic error is about: the key the
+    client sent ("model.params_billion"), not pydantic's route to it ("model.custom.…").
+    Clients read these paths back: schemathesis's error feedback took "model.custom" for a
+    required key of ``model`` and could no longer generate any body."""
+    parts = [str(part) for part in location]
+    if len(parts) > 1 and parts[0] == "model" and parts[1] in MODEL_TAGS:
+        del parts[1]
     return ".".join(parts)
+
+
+def _pydantic_errors(error: PydanticValidationError) -> Status[dict[str, Any]]:
+    return _errors(422, [(_field_path(e["loc"]), str(e["msg"])) for e in error.errors()])
 
 
 @api.exception_handler(ValidationError)
 def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    items = [
-        {"field": _field(error.get("loc", ())), "message": str(error.get("msg", "invalid"))}
-        for error in exc.errors
-    ]
+    items = []
+    for error in exc.errors:
+        location = list(error.get("loc", ()))
+        # django-ninja's prefix: where the value came from and the view's parameter name.
+        while location and location[0] in {"body", "payload"}:
+            location.pop(0)
+        message = str(error.get("msg", "invalid"))
+        items.append({"field": _field_path(location), "message": message})
     return api.create_response(request, {"errors": items}, status=422)
 
 
@@ -335,20 +352,60 @@ ESTIMATE_RESPONSES = {
 def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
     try:
         card = _card(payload.gpu)
+    except HttpError as error:
+        return _errors(error.status_code, [("gpu", str(error))])
+    try:
         estimate_request, preset = _resolve(payload, card)
         return _respond(estimate_request, preset, card, host_ram_gb=payload.ram_gb)
     except HubError as error:
         return _hub_error(error, "model.hub")
     except HttpError as error:
-        return _errors(
-            error.status_code, [("model" if "preset" in str(error) else "gpu", str(error))]
-        )
+        return _errors(error.status_code, [("model", str(error))])
     except ConfigError as error:
-        return _errors(
-            422, [(f"model.config.{error.field}" if error.field else "model.config", str(error))]
-        )
+        return _errors(422, [(_config_error_field(payload, error), str(error))])
     except PydanticValidationError as error:
-        return _errors(422, [(_field(e["loc"]), str(e["msg"])) for e in error.errors()])
+        return _pydantic_errors(error)
+
+
+def _config_error_field(payload: ApiEstimateRequest, error: ConfigError) -> str:
+    """Where in the body a ``ConfigError`` points: a request key (``pipeline_parallel``) as it
+    is, a key of the posted config under ``model.config``, a custom shape's key under
+    ``model``. A preset's or a Hub model's config is the catalogue's: ``model``."""
+    field = error.field
+    if field in ApiEstimateRequest.model_fields:
+        return field
+    if isinstance(payload.model, ConfigModel):
+        return f"model.config.{field}" if field else "model.config"
+    if isinstance(payload.model, CustomModel) and field in CustomModel.model_fields:
+        return f"model.{field}"
+    return "model"
+
+
+def _refuses_empty(field: forms.Field) -> bool:
+    try:
+        field.clean([""] if isinstance(field, forms.MultipleChoiceField) else "")
+    except forms.ValidationError:
+        return True
+    return False
+
+
+# Permalink keys whose empty value the page refuses ("This field is required."), and ``model``,
+# which the form refuses empty when a catalogue model is asked for. The API documents every key
+# as optional with the page's defaults, so for these an empty value means the default; keys
+# whose empty value means something of its own (gpu: none, kv: the compute dtype, ngl: all
+# layers) keep it. The page itself still refuses an emptied field: its visitor cleared it.
+EMPTY_MEANS_DEFAULT = frozenset(
+    {"model"}
+    | {name for name, field in CalculatorForm.base_fields.items() if _refuses_empty(field)}
+)
+
+
+def _without_empty_defaults(query: QueryDict) -> QueryDict:
+    kept = query.copy()
+    for key in EMPTY_MEANS_DEFAULT:
+        if key in kept and not any(value.strip() for value in kept.getlist(key)):
+            del kept[key]
+    return kept
 
 
 class PermalinkQuery(Schema):
@@ -434,7 +491,7 @@ class PermalinkQuery(Schema):
 def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
     from calculator.views import catalogue_for, form_data, resolve_form_model
 
-    form = CalculatorForm(form_data(request.GET))
+    form = CalculatorForm(form_data(_without_empty_defaults(request.GET)))
     if not form.is_valid():
         return _errors(422, [(name, str(msgs[0])) for name, msgs in form.errors.items()])
     resolved = resolve_form_model(form, catalogue_for(request))
@@ -456,7 +513,7 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
     except ConfigError as error:
         return _errors(422, [("model", str(error))])
     except PydanticValidationError as error:
-        return _errors(422, [(_field(e["loc"]), str(e["msg"])) for e in error.errors()])
+        return _pydantic_errors(error)
 
 
 class ModelFilters(Schema):

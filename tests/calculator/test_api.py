@@ -35,7 +35,7 @@ def test_post_estimate_with_a_custom_model(client):
         ({"model": {"preset": "no-such-model"}}, 404, "model"),
         ({"model": {"params_billion": 7}, "gpu": "no-such-gpu"}, 404, "gpu"),
         ({"model": {"params_billion": 7}, "batch_size": -1}, 422, "batch_size"),
-        ({"model": {"params_billion": 1e18}}, 422, "model.custom.params_billion"),
+        ({"model": {"params_billion": 1e18}}, 422, "model.params_billion"),
         ({"model": {"params_billion": 7}, "seq_len": 10**12}, 422, "seq_len"),
         ({"model": {"params_billion": 7}, "num_gpus": 10**6}, 422, "num_gpus"),
         ({"model": {"config": {"model_type": "llama"}}}, 422, "model.config.hidden_size"),
@@ -48,6 +48,50 @@ def test_bad_requests_get_a_4xx_naming_the_field(client, body, status, field):
     errors = response.json()["errors"]
     assert errors
     assert any(error["field"] == field for error in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        # pydantic's location says model → custom (the union's branch), the body has no "custom".
+        ({"model": {"params_billion": 7, "num_experts": 8}}, "model"),
+        ({"model": {"preset": 5}}, "model.preset"),
+        ({"model": {"config": 3}}, "model.config"),
+        # A config.json key that happens to be named like django-ninja's "body" prefix.
+        (
+            {"model": {"config": {}, "checkpoint_dtypes": {"body": "x"}}},
+            "model.checkpoint_dtypes.body",
+        ),
+        # 32 query heads cannot share 5 KV heads; the custom shape's key, not a config.json's.
+        (
+            {
+                "model": {
+                    "num_layers": 2,
+                    "hidden_size": 4096,
+                    "num_attention_heads": 32,
+                    "num_kv_heads": 5,
+                }
+            },
+            "model.num_kv_heads",
+        ),
+        # Qwen2-7B has 28 layers (its config.json): 32 pipeline stages cannot split them.
+        (
+            {
+                "model": {"preset": "qwen2-7b"},
+                "mode": "pretrain",
+                "num_gpus": 32,
+                "pipeline_parallel": 32,
+            },
+            "pipeline_parallel",
+        ),
+        # A GPU slug that contains the word "preset" is still the GPU's fault.
+        ({"model": {"params_billion": 7}, "gpu": "preset-gpu"}, "gpu"),
+    ],
+)
+def test_error_fields_are_paths_of_the_request_body(client, body, field):
+    response = post(client, body)
+    assert 400 <= response.status_code < 500
+    assert [error["field"] for error in response.json()["errors"]] == [field]
 
 
 def test_malformed_json_is_a_400(client):
@@ -88,6 +132,30 @@ def test_get_estimate_reports_form_errors_by_field(client):
     response = client.get("/api/v1/estimate?batch=0")
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "batch"
+
+
+def test_get_estimate_reads_empty_keys_as_the_defaults(client):
+    # The OpenAPI says every key is optional with the page's defaults: a key sent empty
+    # (schemathesis sends them all) is the same request as one left out.
+    empty = (
+        "source=&model=&mode=&precision=&optimizer=&batch=&seq=&attn=&lora_rank="
+        "&lora_targets=&gpus=&zero=&tp="
+    )
+    response = client.get("/api/v1/estimate?" + empty)
+    assert response.status_code == 200, response.json()
+    assert response.json() == client.get("/api/v1/estimate").json()
+
+
+def test_get_estimate_keeps_empty_values_that_mean_something(client):
+    # An empty gpu asks for no GPU (no verdict), as on the page; left out, the page's GPU applies.
+    assert client.get("/api/v1/estimate?gpu=").json()["verdict"] is None
+    assert client.get("/api/v1/estimate").json()["verdict"] is not None
+
+
+def test_the_page_still_refuses_an_emptied_field(client):
+    # The visitor cleared the field: the page says so instead of quietly using the default.
+    response = client.get("/?seq=")
+    assert "Enter a whole number." in response.content.decode()
 
 
 def test_models_search_and_paging(client):
