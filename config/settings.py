@@ -130,8 +130,11 @@ SAVED_RESULT_MAX_ROWS = env_int("DJANGO_SAVED_RESULT_MAX_ROWS", 100_000)
 SAVED_RESULT_RATE_PER_HOUR = env_int("DJANGO_SAVED_RESULT_RATE_PER_HOUR", 30)
 
 # Hugging Face Hub look-ups (calculator/hub.py): HF_ENDPOINT and HF_TOKEN are read when a
-# look-up runs, as huggingface_hub names them; this bounds each request to the Hub.
+# look-up runs, as huggingface_hub names them. The timeout bounds each request to the Hub; the
+# deadline bounds all of a look-up's requests together (model info, config.json, safetensors
+# index and headers), well under gunicorn's 30 s worker timeout.
 HUB_TIMEOUT_SECONDS = env_int("DJANGO_HUB_TIMEOUT_SECONDS", 5)
+HUB_DEADLINE_SECONDS = env_int("DJANGO_HUB_DEADLINE_SECONDS", 10)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
