@@ -157,8 +157,11 @@ HUB_IMPORT_MAX_UNREVIEWED = env_int("DJANGO_HUB_IMPORT_MAX_UNREVIEWED", 10_000)
 FITS_RATE_PER_MINUTE = env_int("DJANGO_FITS_RATE_PER_MINUTE", 30)
 
 # Hugging Face Hub look-ups (calculator/hub.py): HF_ENDPOINT and HF_TOKEN are read when a
-# look-up runs, as huggingface_hub names them; this bounds each request to the Hub.
+# look-up runs, as huggingface_hub names them. The timeout bounds each request to the Hub; the
+# deadline bounds all of a look-up's requests together (model info, config.json, safetensors
+# index and headers), well under gunicorn's 30 s worker timeout.
 HUB_TIMEOUT_SECONDS = env_int("DJANGO_HUB_TIMEOUT_SECONDS", 5)
+HUB_DEADLINE_SECONDS = env_int("DJANGO_HUB_DEADLINE_SECONDS", 10)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

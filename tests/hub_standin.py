@@ -12,6 +12,13 @@ What it serves follows what huggingface_hub 2.x requests and expects (read in it
   (how safetensors headers are read).
 - Errors carry the Hub's ``X-Error-Code`` header: ``RepoNotFound`` (404), ``EntryNotFound``
   (404), ``GatedRepo`` (401 without a token).
+
+A repository can also misbehave the way a hostile or broken Hub would (``Repo.hostile``, per
+answer: ``"info"`` or a file name): answer late, trickle its body one byte at a time, send a
+body of any size without holding it in memory, with or without ``Content-Length``, or redirect
+anywhere. ``Repo.info`` and ``Repo.info_without`` change the model info (another canonical
+``id``, no ``id``, odd values). Every request's headers are kept (``HubStandIn.headers``) and
+the body bytes sent for each path counted (``HubStandIn.sent``).
 """
 
 from __future__ import annotations
@@ -21,14 +28,18 @@ import json
 import re
 import struct
 import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-def safetensors_file(tensors: dict[str, tuple[str, list[int]]]) -> bytes:
-    """A safetensors file (format spec: an 8-byte little-endian header length, the JSON header
-    naming each tensor's dtype, shape and byte offsets, then the data), zero-filled."""
+def safetensors_header(tensors: dict[str, tuple[str, list[int]]]) -> tuple[bytes, int]:
+    """The start of a safetensors file (format spec: an 8-byte little-endian header length,
+    then the JSON header naming each tensor's dtype, shape and byte offsets), and the number of
+    data bytes that follow it."""
     sizes = {"BF16": 2, "F16": 2, "F32": 4, "I32": 4, "U8": 1, "F8_E4M3": 1}
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
@@ -40,7 +51,26 @@ def safetensors_file(tensors: dict[str, tuple[str, list[int]]]) -> bytes:
         header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, end]}
         offset = end
     encoded = json.dumps(header).encode()
-    return struct.pack("<Q", len(encoded)) + encoded + bytes(offset)
+    return struct.pack("<Q", len(encoded)) + encoded, offset
+
+
+def safetensors_file(tensors: dict[str, tuple[str, list[int]]]) -> bytes:
+    """A whole safetensors file, its data zero-filled."""
+    header, data_bytes = safetensors_header(tensors)
+    return header + bytes(data_bytes)
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """How one answer misbehaves."""
+
+    delay_seconds: float = 0.0  # before the status line
+    body_delay_seconds: float = 0.0  # after the headers, before the body
+    trickle_seconds: float = 0.0  # the body one byte at a time, this long apart
+    size: int | None = None  # a body of this many bytes instead: `{`, spaces, `}`
+    chunked: bool = False  # no Content-Length: Transfer-Encoding chunked
+    redirect: str | None = None  # answer 302 with this Location
+    headers: tuple[tuple[str, str], ...] = ()  # sent as well
 
 
 @dataclass
@@ -48,6 +78,9 @@ class Repo:
     files: dict[str, bytes]
     safetensors: dict[str, int] | None = None  # the info endpoint's summary, per dtype
     gated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)  # keys of the model info replaced
+    info_without: tuple[str, ...] = ()  # keys of the model info left out
+    hostile: dict[str, Hostile] = field(default_factory=dict)  # by "info" or file name
 
     @property
     def sha(self) -> str:
@@ -58,6 +91,8 @@ class Repo:
 class HubStandIn:
     repos: dict[str, Repo] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # lower-case names
+    sent: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
     url: str = ""
 
     def add(self, repo_id: str, repo: Repo) -> Repo:
@@ -86,15 +121,42 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
             self._answer(body=True)
 
         def _send(
-            self, status: int, payload: bytes, headers: dict[str, str], body: bool = True
+            self,
+            status: int,
+            payload: bytes,
+            headers: dict[str, str],
+            body: bool = True,
+            hostile: Hostile | None = None,
         ) -> None:
+            hostile = hostile or Hostile()
+            if hostile.redirect is not None:
+                status, payload, headers = 302, b"", {"Location": hostile.redirect}
+                hostile = Hostile()
+            time.sleep(hostile.delay_seconds)
             self.send_response(status)
-            for name, value in headers.items():
+            for name, value in [*headers.items(), *hostile.headers]:
                 self.send_header(name, value)
-            self.send_header("Content-Length", str(len(payload)))
+            if hostile.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                length = len(payload) if hostile.size is None else hostile.size
+                self.send_header("Content-Length", str(length))
             self.end_headers()
-            if body:
-                self.wfile.write(payload)
+            if not body:
+                return
+            try:
+                time.sleep(hostile.body_delay_seconds)
+                for piece in _pieces(payload, hostile):
+                    time.sleep(hostile.trickle_seconds)
+                    if hostile.chunked:
+                        piece = b"%x\r\n%s\r\n" % (len(piece), piece)
+                    self.wfile.write(piece)
+                    hub.sent[self.path] += len(piece)
+                if hostile.chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                # The client stopped reading: what a bounded reader should do.
+                self.close_connection = True
 
         def _error(self, status: int, code: str, message: str, body: bool, **extra: str) -> None:
             payload = json.dumps({"error": message}).encode()
@@ -105,6 +167,7 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
         def _answer(self, body: bool) -> None:
             path = self.path.split("?", 1)[0]
             hub.requests.append((self.command, self.path))
+            hub.headers.append({name.lower(): value for name, value in self.headers.items()})
             if match := _INFO.match(path):
                 repo = hub.repos.get(match.group(1))
                 if repo is None:
@@ -122,8 +185,12 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
                         "parameters": repo.safetensors,
                         "total": sum(repo.safetensors.values()),
                     }
+                info.update(repo.info)
+                for key in repo.info_without:
+                    info.pop(key, None)
                 payload = json.dumps(info).encode()
-                self._send(200, payload, {"Content-Type": "application/json"}, body)
+                headers = {"Content-Type": "application/json"}
+                self._send(200, payload, headers, body, repo.hostile.get("info"))
                 return
             if match := _RESOLVE.match(path):
                 repo_id, _revision, filename = match.groups()
@@ -161,11 +228,26 @@ def _handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
                     headers["Content-Range"] = f"bytes {start}-{end}/{len(content)}"
                     content = content[start : end + 1]
                     status = 206
-                self._send(status, content, headers, body)
+                self._send(status, content, headers, body, repo.hostile.get(filename))
                 return
             self._error(404, "NotFound", "Not found", body)
 
     return Handler
+
+
+def _pieces(payload: bytes, hostile: Hostile) -> Iterator[bytes]:
+    if hostile.size is not None:
+        # Made while sent, so that a 300 MiB answer costs the stand-in no memory.
+        remaining = hostile.size - 2
+        yield b"{"
+        while remaining > 0:
+            yield b" " * min(remaining, 1 << 16)
+            remaining -= 1 << 16
+        yield b"}"
+    elif hostile.trickle_seconds:
+        yield from (payload[i : i + 1] for i in range(len(payload)))
+    elif payload:
+        yield payload
 
 
 class Server:
