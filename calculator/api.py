@@ -30,6 +30,7 @@ from calculator.estimator.schemas import model_kind
 from calculator.estimator.speed import SpeedResult
 from calculator.forms import DEFAULTS, CalculatorForm
 from calculator.hub import HubError, hub_preset, stored_weight_bytes
+from calculator.limits import hub_import_allowed
 from calculator.models import GpuSpec, ModelPreset, PresetOrigin
 from calculator.selectors import gpu_list, preset_description, preset_resolve
 
@@ -275,13 +276,15 @@ def _card(gpu_slug: str | None, vram_gb: float | None = None) -> Card | None:
 
 
 def _resolve(
-    payload: ApiEstimateRequest, card: Card | None
+    payload: ApiEstimateRequest, card: Card | None, http_request: HttpRequest
 ) -> tuple[EstimateRequest, ModelPreset | None]:
     preset = None
     fields = payload.model_dump(exclude={"gpu", "model", "ram_gb"})
     if isinstance(payload.model, HubModel):
         preset = hub_preset(
-            text=payload.model.hub, catalogue=lambda text: preset_resolve(text=text).preset
+            text=payload.model.hub,
+            catalogue=lambda text: preset_resolve(text=text).preset,
+            before_fetch=hub_import_allowed(http_request),
         )
         model: dict[str, Any] | ConfigModel = preset_description(preset=preset)
     elif isinstance(payload.model, PresetModel):
@@ -330,6 +333,8 @@ HUB_ERROR_STATUS = {
     "withdrawn": 404,
     "gated": 403,
     "offline": 424,
+    "limited": 429,
+    "unavailable": 503,
 }
 
 
@@ -345,6 +350,8 @@ ESTIMATE_RESPONSES = {
     413: ErrorResponse,
     422: ErrorResponse,
     424: ErrorResponse,
+    429: ErrorResponse,
+    503: ErrorResponse,
 }
 
 
@@ -355,7 +362,7 @@ def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
     except HttpError as error:
         return _errors(error.status_code, [("gpu", str(error))])
     try:
-        estimate_request, preset = _resolve(payload, card)
+        estimate_request, preset = _resolve(payload, card, request)
         return _respond(estimate_request, preset, card, host_ram_gb=payload.ram_gb)
     except HubError as error:
         return _hub_error(error, "model.hub")
@@ -494,7 +501,7 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
     form = CalculatorForm(form_data(_without_empty_defaults(request.GET)))
     if not form.is_valid():
         return _errors(422, [(name, str(msgs[0])) for name, msgs in form.errors.items()])
-    resolved = resolve_form_model(form, catalogue_for(request))
+    resolved = resolve_form_model(form, catalogue_for(request), request)
     if resolved.hub_error is not None:
         return _hub_error(resolved.hub_error, "model")
     if resolved.model is None:

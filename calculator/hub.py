@@ -76,7 +76,12 @@ _SHARD = re.compile(r"[\w.-]{1,200}\.safetensors")
 # What Architecture.from_hf_config may raise for a config it cannot read, whatever the field.
 _UNUSABLE = (ArithmeticError, LookupError, RecursionError, TypeError, ValueError, AttributeError)
 
-HubErrorKind = Literal["invalid", "offline", "gated", "missing", "malformed", "withdrawn"]
+HubErrorKind = Literal[
+    "invalid", "offline", "gated", "missing", "malformed", "withdrawn", "limited", "unavailable"
+]
+# Called before a look-up fetches anything: raises ``HubError("limited")`` (or "unavailable")
+# when the client may not start another import now (views.hub_import_allowed).
+BeforeFetch = Callable[[], None]
 
 
 class HubError(Exception):
@@ -145,7 +150,12 @@ def hub_cached_preset(*, repo_id: str) -> ModelPreset | None:
     return preset
 
 
-def hub_resolve(*, text: str, catalogue: Callable[[str], ModelPreset | None]) -> ModelPreset | None:
+def hub_resolve(
+    *,
+    text: str,
+    catalogue: Callable[[str], ModelPreset | None],
+    before_fetch: BeforeFetch | None = None,
+) -> ModelPreset | None:
     """The preset a typed repository id or Hub URL names; None when the text is not one.
 
     The catalogue answers first (``org/name`` as an alias, so a URL of a catalogue model needs
@@ -154,27 +164,46 @@ def hub_resolve(*, text: str, catalogue: Callable[[str], ModelPreset | None]) ->
     repo_id = hub_repo_id(text)
     if repo_id is None:
         return None
-    return catalogue(repo_id) or hub_model_import(repo_id=repo_id)
+    return catalogue(repo_id) or hub_model_import(repo_id=repo_id, before_fetch=before_fetch)
 
 
-def hub_preset(*, text: str, catalogue: Callable[[str], ModelPreset | None]) -> ModelPreset:
+def hub_preset(
+    *,
+    text: str,
+    catalogue: Callable[[str], ModelPreset | None],
+    before_fetch: BeforeFetch | None = None,
+) -> ModelPreset:
     """``hub_resolve`` for an explicit ``{"hub": ...}`` (API, CLI): anything else is invalid."""
-    preset = hub_resolve(text=text, catalogue=catalogue)
+    preset = hub_resolve(text=text, catalogue=catalogue, before_fetch=before_fetch)
     if preset is None:
         raise HubError("invalid", _invalid_message(text))
     return preset
 
 
-def hub_model_import(*, repo_id: str) -> ModelPreset:
+def hub_model_import(*, repo_id: str, before_fetch: BeforeFetch | None = None) -> ModelPreset:
     """The preset for a Hub repository: stored before, or fetched now and stored as an import.
 
     Raises ``HubError`` when the Hub cannot be reached or does not answer in time, the
     repository is gated, private or missing, or its ``config.json`` or metadata is absent,
-    unusable or more than the database can keep.
+    unusable or more than the database can keep, and when ``before_fetch`` refuses or
+    ``HUB_IMPORT_MAX_UNREVIEWED`` unreviewed imports are kept already (``"limited"``).
     """
     cached = hub_cached_preset(repo_id=repo_id)
     if cached is not None:
         return cached
+    unreviewed = ModelPreset.objects.filter(origin=PresetOrigin.HUB, reviewed=False)
+    if unreviewed.count() >= settings.HUB_IMPORT_MAX_UNREVIEWED:
+        raise HubError(
+            "limited",
+            _(
+                "“%(repo)s” is not in this calculator yet, and it keeps no more imports from the "
+                "Hugging Face Hub until an administrator reviews some. Paste its config.json "
+                "instead."
+            )
+            % {"repo": repo_id},
+        )
+    if before_fetch is not None:
+        before_fetch()
     lookup = _Lookup(repo_id)
     with _translated_errors(repo_id):
         canonical_id, revision, stored = _model_info(lookup)

@@ -31,7 +31,7 @@ from pydantic import ValidationError as PydanticValidationError
 from calculator import forms as forms_module
 from calculator import presenters, ratelimit, reverse
 from calculator.calculation import Calculation, Card, own_card, request_on_card
-from calculator.clients import client_key, owner_key
+from calculator.clients import owner_key
 from calculator.estimator import ConfigError, ConfigModel, EstimateResult
 from calculator.forms import (
     CUSTOM_FIELDS,
@@ -45,6 +45,7 @@ from calculator.forms import (
 )
 from calculator.hub import HubError, hub_resolve
 from calculator.l10n import fragment_language
+from calculator.limits import hub_import_allowed, within_rate
 from calculator.models import GpuSpec, ModelPreset, SavedResult, config_hash
 from calculator.page_cache import page_cache_get, page_cache_key, page_cache_set
 from calculator.selectors import (
@@ -188,7 +189,7 @@ def _stored_config_id(request: HttpRequest | None, text: str) -> str | None:
         known = pasted_config_stored(text=text, owner=owner)
         if known is not None:
             return known
-        if request is not None and not _within_rate(
+        if request is not None and not within_rate(
             request, "config", settings.PASTED_CONFIG_RATE_PER_HOUR, 3600
         ):
             notice = _(
@@ -289,7 +290,11 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
         return _more_part(request, form, context)
     if form.is_valid():
         # The advice and the long GPU list come in a second request after the result (htmx).
-        context.update(_calculate(form, catalogue_for(request), part="first" if partial else "all"))
+        context.update(
+            _calculate(
+                form, catalogue_for(request), part="first" if partial else "all", request=request
+            )
+        )
     link = permalink_for(
         query, store_config=request.method == "POST" and "result" in context, request=request
     )
@@ -344,8 +349,11 @@ class ResolvedModel:
     hub_error: HubError | None = None
 
 
-def resolve_form_model(form: CalculatorForm, catalogue: CatalogueSnapshot) -> ResolvedModel:
-    """The model a cleaned calculator form (page or API permalink) describes."""
+def resolve_form_model(
+    form: CalculatorForm, catalogue: CatalogueSnapshot, request: HttpRequest | None = None
+) -> ResolvedModel:
+    """The model a cleaned calculator form (page or API permalink) describes; a Hub import
+    it starts counts against ``request``'s client (``hub_import_allowed``)."""
     cleaned = form.cleaned_data
     if cleaned["source"] == "custom":
         return ResolvedModel(custom_model_payload(cleaned))
@@ -356,7 +364,9 @@ def resolve_form_model(form: CalculatorForm, catalogue: CatalogueSnapshot) -> Re
         # Not in the catalogue: a Hugging Face repository id or URL is looked up on the Hub.
         try:
             preset = hub_resolve(
-                text=cleaned["model"], catalogue=lambda t: catalogue.resolve(t).preset
+                text=cleaned["model"],
+                catalogue=lambda t: catalogue.resolve(t).preset,
+                before_fetch=hub_import_allowed(request) if request is not None else None,
             )
         except HubError as error:
             return ResolvedModel(None, hub_error=error)
@@ -367,9 +377,9 @@ def resolve_form_model(form: CalculatorForm, catalogue: CatalogueSnapshot) -> Re
 
 
 def _resolve_model(
-    form: CalculatorForm, catalogue: CatalogueSnapshot
+    form: CalculatorForm, catalogue: CatalogueSnapshot, request: HttpRequest | None = None
 ) -> tuple[dict[str, Any] | ConfigModel | None, dict[str, Any]]:
-    resolved = resolve_form_model(form, catalogue)
+    resolved = resolve_form_model(form, catalogue, request)
     extra: dict[str, Any] = {}
     if resolved.preset is not None:
         extra["preset"] = resolved.preset
@@ -389,16 +399,20 @@ def _more_part(
     """What fits on this GPU (levers, advice) and which GPUs hold the job: the part of the
     result that the page loads after the rest."""
     if form.is_valid():
-        context.update(_calculate(form, catalogue_for(request), part="more"))
+        context.update(_calculate(form, catalogue_for(request), part="more", request=request))
     return render(request, "calculator/_more.jinja", context, using="jinja2")
 
 
 def _calculate(
-    form: CalculatorForm, catalogue: CatalogueSnapshot, *, part: str = "all"
+    form: CalculatorForm,
+    catalogue: CatalogueSnapshot,
+    *,
+    part: str = "all",
+    request: HttpRequest | None = None,
 ) -> dict[str, Any]:
     """The result for a valid form: ``part`` is "first" (the breakdown and verdict; the rest
     is loaded after), "more" (only the advice and the GPU list) or "all"."""
-    model, context = _resolve_model(form, catalogue)
+    model, context = _resolve_model(form, catalogue, request)
     if model is None:
         return context
     vram = form.cleaned_data.get("vram")
@@ -455,14 +469,6 @@ def _export(request: HttpRequest, export: str, context: dict[str, Any]) -> HttpR
     )
 
 
-def _within_rate(request: HttpRequest, bucket: str, limit: int, window_seconds: int) -> bool:
-    """A fixed-window counter per client, shared by all workers and machines
-    (calculator.ratelimit; raises ``RateLimitUnavailable`` when its store does not answer)."""
-    return ratelimit.rate_limit_within(
-        bucket=bucket, client=client_key(request), limit=limit, window_seconds=window_seconds
-    )
-
-
 def unavailable(request: HttpRequest, message: Any, *, retry_after: int = 30) -> HttpResponse:
     """503 for a service the request needs that did not answer: JSON under the API, a short
     page elsewhere; ``Retry-After`` says when to try again."""
@@ -511,9 +517,9 @@ def save_result(request: HttpRequest) -> HttpResponse:
         **FORM_CONTEXT,
     }
     if form.is_valid():
-        context.update(_calculate(form, catalogue_for(request)))
+        context.update(_calculate(form, catalogue_for(request), request=request))
     try:
-        within = _within_rate(request, "save", settings.SAVED_RESULT_RATE_PER_HOUR, 3600)
+        within = within_rate(request, "save", settings.SAVED_RESULT_RATE_PER_HOUR, 3600)
     except ratelimit.RateLimitUnavailable:
         within = None
     if within is None or not within:
@@ -673,7 +679,7 @@ def fits(request: HtmxHttpRequest) -> HttpResponse:
     if cached is not None:
         return HttpResponse(cached)
     try:
-        within = _within_rate(request, "fits", settings.FITS_RATE_PER_MINUTE, 60)
+        within = within_rate(request, "fits", settings.FITS_RATE_PER_MINUTE, 60)
     except ratelimit.RateLimitUnavailable:
         within = True  # a read: served without the limit while its store is down
     if not within:

@@ -83,3 +83,51 @@ def test_the_catalogues_own_repository_id_needs_no_hub(client, hub):
     assert response.status_code == 200
     assert response.json()["preset"] == "qwen2-7b"
     assert hub.requests == []
+
+
+def serve(hub, repo_id: str) -> None:
+    from tests.hub_standin import Repo
+
+    hub.add(repo_id, Repo(files={"config.json": json.dumps(qwen25_7b_config()).encode()}))
+
+
+def look_up(client, repo_id: str, who: str = "10.0.0.66"):
+    return client.post(
+        "/api/v1/estimate",
+        json.dumps({"model": {"hub": repo_id}}),
+        content_type="application/json",
+        REMOTE_ADDR=who,
+    )
+
+
+def test_hub_imports_are_limited_per_client_and_stored_ones_cost_nothing(client, hub, settings):
+    # Finding 17: 30 imports from one client in 4 s, no limit.
+    settings.HUB_IMPORT_RATE_PER_HOUR = 2
+    for name in ("a", "b", "c"):
+        serve(hub, f"standin/{name}")
+    assert look_up(client, "standin/a").status_code == 200
+    assert look_up(client, "standin/b").status_code == 200
+    limited = look_up(client, "standin/c")
+    assert limited.status_code == 429
+    assert "many new models" in limited.json()["errors"][0]["message"]
+    assert not hub.requests_for("standin/c")  # refused before any request
+    assert look_up(client, "standin/a").status_code == 200  # stored: not counted
+    assert look_up(client, "standin/c", who="10.0.0.1").status_code == 200  # someone else
+
+
+def test_no_more_unreviewed_imports_are_kept_past_the_cap(client, hub, settings):
+    settings.HUB_IMPORT_MAX_UNREVIEWED = 1
+    serve(hub, "standin/a")
+    serve(hub, "standin/b")
+    assert look_up(client, "standin/a").status_code == 200
+    refused = look_up(client, "standin/b", who="10.0.0.1")
+    assert refused.status_code == 429
+    assert "until an administrator reviews some" in refused.json()["errors"][0]["message"]
+    assert ModelPreset.objects.filter(origin=PresetOrigin.HUB).count() == 1
+
+
+def test_the_page_says_why_an_import_is_refused(client, hub, settings):
+    settings.HUB_IMPORT_RATE_PER_HOUR = 0
+    serve(hub, "standin/a")
+    body = client.get("/", {"model": "standin/a"}).content.decode()
+    assert "many new models on the Hugging Face Hub" in body
