@@ -22,6 +22,8 @@ MAX_LAYERS = 10_000
 MAX_SEQ_LEN = 10_000_000
 MAX_BATCH = 1_000_000
 MAX_GPUS = 65_536
+# One GPU's memory: the page's "my card's memory" bound (100,000 GB), in bytes.
+MAX_GPU_MEMORY_BYTES = 100_000 * 2**30
 
 # Per-field maxima of integer config fields, by the names configs use for them; the same bounds
 # as the custom shape's fields (schemas.CustomModel).

@@ -20,8 +20,10 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from calculator.estimator.bounds import (
     MAX_BATCH,
+    MAX_GPU_MEMORY_BYTES,
     MAX_GPUS,
     MAX_LAYERS,
+    MAX_PARAMS,
     MAX_PARAMS_BILLION,
     MAX_SEQ_LEN,
     DocumentError,
@@ -113,8 +115,8 @@ class ConfigModel(_ModelDescription):
     def _counts_not_negative(cls, value: dict[str, int] | None) -> dict[str, int] | None:
         if value is not None and any(count < 0 for count in value.values()):
             raise ValueError("element counts cannot be negative")
-        if value is not None and sum(value.values()) > 2**63 - 1:
-            raise ValueError("element counts past 2⁶³ describe no checkpoint")
+        if value is not None and sum(value.values()) > MAX_PARAMS:
+            raise ValueError(f"more than {MAX_PARAMS:.0e} stored elements describe no checkpoint")
         return value
 
 
@@ -184,6 +186,7 @@ class VllmSettings(_Frozen):
     gpu_memory_bytes: int | None = Field(
         default=None,
         gt=0,
+        le=MAX_GPU_MEMORY_BYTES,
         description="Total memory CUDA reports for one GPU; the page and the API fill it from the "
         "chosen catalogue GPU. Required in a bare estimator request.",
     )

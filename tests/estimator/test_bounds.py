@@ -133,3 +133,23 @@ def test_copies_of_an_architecture_recount_their_parameters(llama31_8b):
     # One extra million parameters (a vision tower, say): the copy's count is recomputed.
     bigger = arch.model_copy(update={"extra_params": arch.extra_params + 1_000_000})
     assert bigger.params_total == 8_030_261_248 + 1_000_000
+
+
+def test_a_vllm_card_of_10_to_the_30_bytes_is_refused():
+    # The fuzzing of POST /estimate: a 10³⁰-byte card gave a KV pool of 9·10²⁹ bytes. One card
+    # may have at most the page's 100,000 GB.
+    from calculator.estimator import EstimateRequest
+
+    with pytest.raises(ValidationError, match="less than or equal"):
+        EstimateRequest.model_validate(
+            {
+                "model": {"params_billion": 7},
+                "runtime": "vllm",
+                "vllm": {"gpu_memory_bytes": 10**30},
+            }
+        )
+
+
+def test_stored_element_counts_past_any_checkpoint_are_refused(llama31_8b):
+    with pytest.raises(ValidationError, match="describe no checkpoint"):
+        ConfigModel(config=llama31_8b, checkpoint_dtypes={"I32": 10**30, "F16": 1})
