@@ -87,6 +87,7 @@ test-services: $(VENV)/.installed-dev var/secret_key messages browser-deps
 bench: $(VENV)/.installed-dev setup
 	$(LOCAL_ENV) $(VENV)/bin/pytest benchmarks --benchmark-only -s -p no:cacheprovider
 	$(LOCAL_ENV) DJANGO_ALLOWED_HOSTS=127.0.0.1 $(PY) benchmarks/recompute_time.py
+	$(LOCAL_ENV) $(PY) benchmarks/worst_case.py
 
 bench-load: setup
 	$(LOCAL_ENV) $(PY) benchmarks/load.py
