@@ -101,9 +101,9 @@ _case(
     ),
 )
 _case(
-    "largest catalogue model, llama_cpp, 1M context, batch 64",
+    "largest catalogue model, llama_cpp, 1M context, batch 8",
     "HTMX GET /?"
-    + urlencode({"model": "deepseek-v3", "runtime": "llama_cpp", "seq": 1_048_576, "batch": 64}),
+    + urlencode({"model": "deepseek-v3", "runtime": "llama_cpp", "seq": 1_048_576, "batch": 8}),
 )
 
 
