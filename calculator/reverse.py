@@ -22,7 +22,7 @@ from calculator.estimator import (
     EstimateResult,
     resolve_architecture,
 )
-from calculator.estimator.core import llama_cpp_options, llama_cpp_tensor_types, vllm_options
+from calculator.estimator.core import llama_cpp_layout, llama_cpp_options, vllm_options
 from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.estimator.runtimes import longest_context_full_offload, longest_max_model_len
 from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
@@ -423,7 +423,7 @@ def longest_context(
             llama_cpp_options(request),
             room,
             limit=max(limit * workload.batch_size, 256),
-            typed=llama_cpp_tensor_types(request),
+            layout=llama_cpp_layout(request),
         )
         return min(n_ctx // workload.batch_size, limit)
     if workload.runtime == "vllm":
