@@ -884,10 +884,20 @@ def _bytes_of(shapes: tuple[_Shape, ...], types: tuple[str, ...]) -> int:
     return sum(_nbytes(s.ne0, s.rows, kind) for s, kind in zip(shapes, types, strict=True))
 
 
-@lru_cache(maxsize=256)
 def gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
     """The file's bytes from one template per block structure, without a tensor object per
-    tensor: the same types and sums as ``gguf_tensor_types``, which lists them one by one."""
+    tensor: the same types and sums as ``gguf_tensor_types``, which lists them one by one.
+
+    Remembered per architecture and file type. A stated parameter count (``params_override``)
+    changes no tensor, so it is left out of the key: the /fits/ search's reference models of
+    neighbouring sizes often have the same tensors."""
+    if arch.params_override is not None:
+        arch = arch.model_copy(update={"params_override": None})
+    return _gguf_layout(arch, gguf_type)
+
+
+@lru_cache(maxsize=256)
+def _gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
     qs = _quant_state(arch, gguf_type)
     embeddings, outputs = _embedding_shapes(arch), _output_shapes(arch)
     flags = _moe_flags(arch)
