@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from calculator.estimator import (
@@ -220,11 +221,19 @@ def _neighbours(workload: Workload, low: float, high: float) -> bool:
     so the search can stop there."""
     if workload.runtime != "llama_cpp":
         return False
-    smaller, larger = _reference_shape(low), _reference_shape(high)
-    return (smaller.num_layers, smaller.hidden_size) == (
-        larger.num_layers,
-        larger.hidden_size,
-    ) and (larger.intermediate_size - smaller.intermediate_size <= 256)
+    (layers, hidden, smaller), (layers_high, hidden_high, larger) = (
+        _reference_dims(low),
+        _reference_dims(high),
+    )
+    return (layers, hidden) == (layers_high, hidden_high) and larger - smaller <= 256
+
+
+@lru_cache(maxsize=4096)
+def _reference_dims(params_billion: float) -> tuple[int, int, int]:
+    """Depth, width and MLP width of the reference model: each search step compares the two
+    ends of its bracket, which earlier steps have mostly met already."""
+    shape = _reference_shape(params_billion)
+    return shape.num_layers, shape.hidden_size, shape.intermediate_size
 
 
 def largest_params_billion(workload: Workload, precision: str, usable_bytes: int) -> float:
