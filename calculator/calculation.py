@@ -25,7 +25,7 @@ from calculator.estimator import (
     resolve_architecture,
 )
 from calculator.estimator.checkpoint import CheckpointQuantization, checkpoint_quantization
-from calculator.estimator.core import llama_cpp_options, llama_cpp_tensor_types, vllm_options
+from calculator.estimator.core import llama_cpp_layout, llama_cpp_options, vllm_options
 from calculator.estimator.runtimes import (
     commands,
     concurrency_at,
@@ -556,9 +556,9 @@ class Calculation:
         if self.gpu is not None:
             # The runtime's buffers must fit beside the CUDA context.
             room = max(self.gpu.usable_bytes - self.result.breakdown.cuda_context, 0)
-            typed = llama_cpp_tensor_types(self.request)
-            layers = most_gpu_layers_that_fit(self.arch, options, room, typed=typed)
-            longest = longest_context_full_offload(self.arch, options, room, typed=typed)
+            layout = llama_cpp_layout(self.request)
+            layers = most_gpu_layers_that_fit(self.arch, options, room, layout=layout)
+            longest = longest_context_full_offload(self.arch, options, room, layout=layout)
             context["llama_levers"] = {
                 "gpu_layers": layers,
                 "all_layers": self.arch.num_layers + 1,

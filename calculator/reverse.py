@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from calculator.estimator import (
@@ -23,7 +24,7 @@ from calculator.estimator import (
     resolve_architecture,
 )
 from calculator.estimator.bounds import MAX_SEQ_LEN
-from calculator.estimator.core import llama_cpp_options, llama_cpp_tensor_types, vllm_options
+from calculator.estimator.core import llama_cpp_layout, llama_cpp_options, vllm_options
 from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.estimator.runtimes import longest_context_full_offload, longest_max_model_len
 from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
@@ -221,11 +222,19 @@ def _neighbours(workload: Workload, low: float, high: float) -> bool:
     so the search can stop there."""
     if workload.runtime != "llama_cpp":
         return False
-    smaller, larger = _reference_shape(low), _reference_shape(high)
-    return (smaller.num_layers, smaller.hidden_size) == (
-        larger.num_layers,
-        larger.hidden_size,
-    ) and (larger.intermediate_size - smaller.intermediate_size <= 256)
+    (layers, hidden, smaller), (layers_high, hidden_high, larger) = (
+        _reference_dims(low),
+        _reference_dims(high),
+    )
+    return (layers, hidden) == (layers_high, hidden_high) and larger - smaller <= 256
+
+
+@lru_cache(maxsize=4096)
+def _reference_dims(params_billion: float) -> tuple[int, int, int]:
+    """Depth, width and MLP width of the reference model: each search step compares the two
+    ends of its bracket, which earlier steps have mostly met already."""
+    shape = _reference_shape(params_billion)
+    return shape.num_layers, shape.hidden_size, shape.intermediate_size
 
 
 def largest_params_billion(workload: Workload, precision: str, usable_bytes: int) -> float:
@@ -425,7 +434,7 @@ def longest_context(
             room,
             # llama.cpp's -c is bounded like any context (LlamaCppOptions.n_ctx).
             limit=max(min(limit * workload.batch_size, MAX_SEQ_LEN), 256),
-            typed=llama_cpp_tensor_types(request),
+            layout=llama_cpp_layout(request),
         )
         return min(n_ctx // workload.batch_size, limit)
     if workload.runtime == "vllm":

@@ -286,6 +286,15 @@ class Architecture(BaseModel):
             return "none"
         return "moe" if self.is_moe_layer(index) else "dense"
 
+    def mlp_kinds(self) -> tuple[MlpKind, ...]:
+        """``mlp_kind`` of every layer in one pass: the index tuples are read once into sets, where
+        a ``mlp_kind`` call per layer scans them (quadratic in the depth of a pasted config)."""
+        moe = frozenset(self.moe_layers) if self.is_moe else frozenset()
+        none = frozenset(self.no_mlp_layers)
+        return tuple(
+            "none" if i in none else "moe" if i in moe else "dense" for i in range(self.num_layers)
+        )
+
     def is_attention_layer(self, index: int) -> bool:
         return self.mixer_kind(index) == "attention"
 
@@ -321,9 +330,9 @@ class Architecture(BaseModel):
                 kinds.append((min(moe), len(moe)))
             return tuple(kinds)
         groups: dict[tuple[str, str, bool], list[int]] = {}
-        for i in range(self.num_layers):
+        for i, mlp in enumerate(self.mlp_kinds()):
             shared = i >= self.num_layers - self.kv_shared_layers
-            groups.setdefault((self.mixer_kind(i), self.mlp_kind(i), shared), []).append(i)
+            groups.setdefault((self.mixer_kind(i), mlp, shared), []).append(i)
         return tuple((layers[0], len(layers)) for layers in groups.values())
 
     # --- parameter counts (exact, per transformers' module layout) ------------------------

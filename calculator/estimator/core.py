@@ -38,10 +38,10 @@ from calculator.estimator.overheads import (
 from calculator.estimator.parallelism import Plan, plan_for
 from calculator.estimator.precision import BYTES_PER_ELEMENT, WEIGHT_FORMATS, compute_dtype
 from calculator.estimator.runtimes.llama_cpp import (
-    GgufTensor,
+    GgufLayout,
     LlamaCppOptions,
     estimate_llama_cpp,
-    gguf_tensor_types,
+    gguf_layout,
     recurrent_cells,
     recurrent_layer_count,
 )
@@ -267,11 +267,11 @@ def llama_cpp_options(request: EstimateRequest) -> LlamaCppOptions:
     )
 
 
-def llama_cpp_tensor_types(request: EstimateRequest) -> list[tuple[GgufTensor, str]]:
-    """The tensor types of the request's GGUF file, from the memo the estimate reads: the lever
-    searches pass them on instead of computing them again."""
+def llama_cpp_layout(request: EstimateRequest) -> GgufLayout:
+    """The request's GGUF file as llama.cpp places it, from the memo the estimate reads: the
+    lever searches pass it on instead of looking it up for every trial."""
     gguf_type = llama_cpp_options(request).gguf_type
-    return _gguf_types(request, resolve_architecture(request.model), gguf_type)
+    return gguf_layout(resolve_architecture(request.model), gguf_type)
 
 
 def vllm_options(request: EstimateRequest) -> VllmOptions:
@@ -324,29 +324,12 @@ def _checkpoint_vllm_quantization(request: EstimateRequest) -> Quantization:
     return cast("Quantization", stored.vllm) if stored else "none"
 
 
-_GGUF_TYPES: dict[tuple[str, str], list[tuple[GgufTensor, str]]] = {}
-
-
-def _gguf_types(
-    request: EstimateRequest, arch: Architecture, gguf_type: str
-) -> list[tuple[GgufTensor, str]]:
-    """The file's tensor types, computed once per model and file type: they are most of a
-    llama.cpp estimate's cost, and context or layer searches ask for the same file many times."""
-    key = (request.model.cache_key(), gguf_type)
-    typed = _GGUF_TYPES.get(key)
-    if typed is None:
-        if len(_GGUF_TYPES) >= 2_000:
-            _GGUF_TYPES.clear()
-        typed = _GGUF_TYPES[key] = gguf_tensor_types(arch, gguf_type)
-    return typed
-
-
 def _llama_cpp(request: EstimateRequest, arch: Architecture, notes: _Notes) -> EstimateResult:
     """llama.cpp's load-time buffers on the GPU (model, KV cache and the recurrent states of
     hybrid/state-space layers, compute) plus the CUDA context; what stays on the host is
     ``host_bytes``."""
     options = llama_cpp_options(request)
-    loaded = estimate_llama_cpp(arch, options, typed=_gguf_types(request, arch, options.gguf_type))
+    loaded = estimate_llama_cpp(arch, options)
     notes.add(
         gettext_noop(
             "llama.cpp with a %(gguf)s GGUF file (%(bpw)s bits per weight), a %(n_ctx)s-token "

@@ -21,11 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calculator.estimator.architecture import Architecture
 from calculator.estimator.messages import gettext_noop
-from calculator.estimator.runtimes.llama_cpp import (
-    LlamaCppResult,
-    gguf_tensor_types,
-    tensor_bytes,
-)
+from calculator.estimator.runtimes.llama_cpp import LlamaCppResult, gguf_layout
 from calculator.estimator.runtimes.vllm import VllmResult
 from calculator.estimator.schemas import TRAINING_MODES, Assumption, EstimateRequest, EstimateResult
 
@@ -361,19 +357,10 @@ class _Traffic(_Frozen):
     sequential_gpus: int = Field(description="GPUs that hold layer ranges and run in turn.")
 
 
-_EMBEDDING_BYTES: dict[tuple[str, str], int] = {}
-
-
 def token_embedding_bytes(arch: Architecture, gguf_type: str) -> int:
-    """Bytes of the GGUF token_embd tensor (remembered per architecture and file type)."""
-    key = (arch.model_dump_json(), gguf_type)
-    if key not in _EMBEDDING_BYTES:
-        _EMBEDDING_BYTES[key] = sum(
-            tensor_bytes(tensor, kind)
-            for tensor, kind in gguf_tensor_types(arch, gguf_type)
-            if tensor.name == "token_embd"
-        )
-    return _EMBEDDING_BYTES[key]
+    """Bytes of the GGUF token_embd tensor (from the file's layout, remembered per architecture
+    and file type)."""
+    return gguf_layout(arch, gguf_type).token_embd_bytes
 
 
 def _traffic(

@@ -41,12 +41,17 @@ head), as the logs' ``CUDA0 compute buffer size`` lines show (see ``validation/p
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from itertools import accumulate
+from math import gcd
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from calculator.estimator.architecture import Architecture, RecurrentState
+from calculator.estimator.architecture import Architecture, MixerKind, RecurrentState
 
 MIB = 1 << 20
 
@@ -275,6 +280,10 @@ Category = Literal[
 ]
 
 
+# The tensors llama-quantize counts with i_attention_wv.
+_ATTN_V_LIKE = frozenset({"attn_v", "attn_qkv", "attn_kv_b"})
+
+
 @dataclass(frozen=True)
 class GgufTensor:
     """One tensor of the file: ``ne0`` is the row length that must divide by the block size."""
@@ -291,13 +300,29 @@ class GgufTensor:
         return self.ne0 * self.rows
 
 
-def _layer_tensors(arch: Architecture, il: int) -> list[GgufTensor]:
-    """The tensors of one block as ``convert_hf_to_gguf.py`` names them (``blk.N.*``)."""
+class _Shape(NamedTuple):
+    """A tensor before it is given a layer: ``blk.N.<name>`` has this shape in every block of one
+    structure, so a file is a few such templates repeated rather than one object per tensor."""
+
+    name: str
+    category: Category
+    ne0: int
+    rows: int
+    quantizable: bool
+
+    @property
+    def elements(self) -> int:
+        return self.ne0 * self.rows
+
+
+def _block_shapes(arch: Architecture, moe: bool) -> tuple[_Shape, ...]:
+    """The tensors of one block as ``convert_hf_to_gguf.py`` names them (``blk.N.*``): a block
+    depends on its index only through whether it is a MoE layer."""
     h = arch.hidden_size
-    out: list[GgufTensor] = []
+    out: list[_Shape] = []
 
     def add(name: str, cat: Category, ne0: int, rows: int, quantizable: bool = True) -> None:
-        out.append(GgufTensor(f"blk.{il}.{name}", cat, il, ne0, rows, quantizable))
+        out.append(_Shape(name, cat, ne0, rows, quantizable))
 
     norms = arch.pre_norms_per_layer + arch.post_norms_per_layer
     norm_width = 2 * h if arch.norm_kind == "layer" else h
@@ -347,7 +372,7 @@ def _layer_tensors(arch: Architecture, il: int) -> list[GgufTensor]:
             add(f"ffn_up{suffix}", "ffn_up", h, up_rows)
         add(f"ffn_down{suffix}", "ffn_down", inter, h * count)
 
-    if arch.is_moe_layer(il):
+    if moe:
         add("ffn_gate_inp", "other", h, arch.num_experts, False)
         mlp("_exps", arch.moe_intermediate_size, arch.num_experts)
         if arch.shared_expert_intermediate_size:
@@ -363,28 +388,69 @@ def _layer_tensors(arch: Architecture, il: int) -> list[GgufTensor]:
         if arch.mlp_bias:
             bias = (2 if arch.mlp_gated else 1) * arch.intermediate_size + h
             add("ffn_bias", "other", bias, 1, False)
-    return out
+    # _name_order ranks blocks; it ranks their attn_v-like tensors only while each block has one.
+    assert sum(s.category in _ATTN_V_LIKE for s in out) == 1
+    return tuple(out)
+
+
+def _embedding_shapes(arch: Architecture) -> tuple[_Shape, ...]:
+    """The tables read with ``get_rows``, which llama.cpp keeps on the host: token_embd and a
+    learned position table."""
+    h = arch.hidden_size
+    shapes = [_Shape("token_embd", "token_embd", h, arch.vocab_size, True)]
+    if arch.learned_positions:
+        shapes.append(_Shape("position_embd", "other", h, arch.learned_positions, False))
+    return tuple(shapes)
+
+
+def _output_shapes(arch: Architecture) -> tuple[_Shape, ...]:
+    """The output layer: the final norm and, unless tied to the embeddings, the output head."""
+    h = arch.hidden_size
+    shapes = []
+    if arch.final_norm:
+        width = 2 * h if arch.norm_kind == "layer" else h
+        shapes.append(_Shape("output_norm", "other", width, 1, False))
+    if not arch.tie_word_embeddings:
+        shapes.append(_Shape("output", "output", h, arch.vocab_size, True))
+    return tuple(shapes)
+
+
+def _moe_flags(arch: Architecture) -> tuple[bool, ...]:
+    """``arch.is_moe_layer`` of every block, read through one set (``moe_layers`` is a tuple)."""
+    if not arch.is_moe:
+        return (False,) * arch.num_layers
+    moe = frozenset(arch.moe_layers)
+    return tuple(il in moe for il in range(arch.num_layers))
 
 
 def gguf_tensors(arch: Architecture) -> list[GgufTensor]:
-    """Every tensor of a GGUF conversion of ``arch`` (shapes from the config)."""
-    h, v = arch.hidden_size, arch.vocab_size
-    tensors = [GgufTensor("token_embd", "token_embd", None, h, v, True)]
-    if arch.learned_positions:
-        tensors.append(GgufTensor("position_embd", "other", None, h, arch.learned_positions, False))
-    for il in range(arch.num_layers):
-        tensors.extend(_layer_tensors(arch, il))
-    if arch.final_norm:
-        width = 2 * h if arch.norm_kind == "layer" else h
-        tensors.append(GgufTensor("output_norm", "other", None, width, 1, False))
-    if not arch.tie_word_embeddings:
-        tensors.append(GgufTensor("output", "output", None, h, v, True))
+    """Every tensor of a GGUF conversion of ``arch`` (shapes from the config), in file order."""
+    flags = _moe_flags(arch)
+    blocks = {moe: _block_shapes(arch, moe) for moe in set(flags)}
+    tensors = [
+        GgufTensor(s.name, s.category, None, s.ne0, s.rows, s.quantizable)
+        for s in _embedding_shapes(arch)
+    ]
+    for il, moe in enumerate(flags):
+        tensors.extend(
+            GgufTensor(f"blk.{il}.{s.name}", s.category, il, s.ne0, s.rows, s.quantizable)
+            for s in blocks[moe]
+        )
+    tensors.extend(
+        GgufTensor(s.name, s.category, None, s.ne0, s.rows, s.quantizable)
+        for s in _output_shapes(arch)
+    )
     return tensors
 
 
 # --- per-tensor type choice (llama-quant.cpp) -------------------------------------------------
-@dataclass
+
+
+@dataclass(frozen=True)
 class _QuantState:
+    """What ``llama_tensor_get_type_impl`` reads of ``quantize_state_impl`` besides its two
+    counters, which the callers supply per tensor (``_layer_choices``)."""
+
     ftype: str
     n_layer: int
     n_gqa: int
@@ -394,8 +460,24 @@ class _QuantState:
     tied: bool
     has_imatrix: bool
     n_attention_wv: int
-    i_attention_wv: int = 0
-    i_ffn_down: int = 0
+
+
+def _quant_state(arch: Architecture, gguf_type: str) -> _QuantState:
+    """Importance matrices are assumed for the IQ types (llama-quantize requires one for
+    IQ1/IQ2/IQ3_XXS) and not for K- and legacy types. Every block has exactly one
+    ``attn_v``-like tensor (``attn_v``, fused ``attn_qkv`` or MLA's ``attn_kv_b``), so there are
+    ``n_layer`` of them."""
+    return _QuantState(
+        ftype=gguf_type,
+        n_layer=arch.num_layers,
+        n_gqa=max(1, arch.num_attention_heads // arch.num_kv_heads),
+        n_expert=arch.num_experts,
+        falcon=arch.model_type == "falcon",
+        is_70b=arch.model_type == "llama" and arch.num_layers == 80,
+        tied=arch.tie_word_embeddings,
+        has_imatrix=gguf_type.startswith("IQ"),
+        n_attention_wv=arch.num_layers,
+    )
 
 
 def _use_more_bits(i: int, n: int) -> bool:
@@ -403,13 +485,79 @@ def _use_more_bits(i: int, n: int) -> bool:
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
 
-def _choose_type(qs: _QuantState, t: GgufTensor, new: str) -> str:
-    """``llama_tensor_get_type_impl`` for the file types we offer (read at the commit above)."""
+def _attn_v_type(qs: _QuantState, i: int, new: str) -> str:
+    """``llama_tensor_get_type_impl`` for an ``attn_v``-like tensor; ``i`` is its
+    ``i_attention_wv``, its place among them in the loader's name order."""
     f = qs.ftype
-    cat = t.category
-    attn_v_like = cat in ("attn_v", "attn_qkv", "attn_kv_b")
+    if f in _IQ_LOW:
+        low = "IQ3_S" if f in {"IQ2_S", "IQ2_M"} else "Q2_K"
+        return "Q4_K" if qs.n_gqa >= 4 or qs.n_expert >= 4 else low
+    n = qs.n_attention_wv
+    if f == "Q2_K":
+        new = "Q4_K" if qs.n_gqa >= 4 else "Q3_K"
+    elif f == "IQ3_XXS":
+        new = "Q4_K" if qs.n_gqa >= 4 else ("IQ3_XXS" if qs.has_imatrix else "IQ3_S")
+    elif (f == "IQ3_S" and qs.n_gqa >= 4) or f == "IQ3_M":
+        new = "Q4_K"
+    elif f == "Q3_K_M":
+        new = "Q5_K" if i < 2 else "Q4_K"
+    elif f == "Q3_K_L" or (f in {"IQ4_NL", "IQ4_XS"} and qs.n_gqa >= 4):
+        new = "Q5_K"
+    elif f in {"Q4_K_M", "Q5_K_M"} and _use_more_bits(i, n):
+        new = "Q6_K"
+    elif f == "Q4_K_S" and i < 4:
+        new = "Q5_K"
+    if qs.is_70b and new in {"Q3_K", "Q4_K"}:
+        new = "Q5_K"
+    if qs.n_expert == 8:
+        new = "Q8_0"
+    return new
+
+
+def _ffn_down_type(qs: _QuantState, i: int, new: str) -> str:
+    """``llama_tensor_get_type_impl`` for an ``ffn_down`` tensor of layer ``i`` (llama.cpp reads
+    the layer from the name; its ``i_ffn_down`` counter is only a fallback for names without one,
+    which a block's tensors never are)."""
+    f = qs.ftype
+    n = qs.n_layer
+    if f in _IQ_LOW:
+        low = "IQ3_S" if f in {"IQ2_S", "IQ2_M"} else "Q2_K"
+        return low if i < n // 8 else new
+    if f == "Q2_K":
+        return "Q3_K"
+    if f == "IQ3_XXS" and not qs.has_imatrix:
+        return "Q4_K" if i < n // 8 else "Q3_K"
+    if f == "Q3_K_M":
+        if i < n // 16:
+            return "Q5_K"
+        return "Q4_K" if not qs.falcon or _use_more_bits(i, n) else "Q3_K"
+    if f == "IQ3_M" and (i < n // 8 or (qs.n_expert == 8 and _use_more_bits(i, n))):
+        return "Q4_K"
+    if f == "Q3_K_L":
+        return "Q4_K" if qs.falcon else "Q5_K"
+    if f == "Q4_K_M":
+        if qs.falcon:
+            if i < n // 16:
+                return "Q6_K"
+            return "Q5_K" if _use_more_bits(i, n) else "Q4_K"
+        return "Q6_K" if _use_more_bits(i, n) else new
+    if i < n // 8 and f in {"IQ4_NL", "IQ4_XS"} and not qs.has_imatrix:
+        return "Q5_K"
+    if f == "Q5_K_M" and _use_more_bits(i, n):
+        return "Q6_K"
+    if f == "Q4_K_S" and not qs.falcon and i < n // 8:
+        return "Q5_K"
+    if f in {"Q4_0", "Q5_0"} and qs.has_imatrix and i < n // 8:
+        return "Q4_1" if f == "Q4_0" else "Q5_1"
+    return new
+
+
+def _fixed_type(qs: _QuantState, cat: Category, ne0: int, new: str) -> str:
+    """``llama_tensor_get_type_impl`` for the tensors whose type does not depend on their layer:
+    the output head, token_embd, attn_k, attn_q, attn_output and the rest."""
+    f = qs.ftype
     if cat == "output" or (qs.tied and cat == "token_embd"):
-        if qs.falcon or t.ne0 % GGML_BLOCK[new][0]:
+        if qs.falcon or ne0 % GGML_BLOCK[new][0]:
             return "Q8_0"
         if f in {"IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M"}:
             return "Q5_K"
@@ -421,16 +569,8 @@ def _choose_type(qs: _QuantState, t: GgufTensor, new: str) -> str:
             return "IQ3_S"
         return new
     if f in _IQ_LOW:
-        low = "IQ3_S" if f in {"IQ2_S", "IQ2_M"} else "Q2_K"
-        if attn_v_like:
-            qs.i_attention_wv += 1
-            return "Q4_K" if qs.n_gqa >= 4 or qs.n_expert >= 4 else low
         if qs.n_expert == 8 and cat == "attn_k":
             return "Q4_K"
-        if cat == "ffn_down":
-            layer = qs.i_ffn_down if t.layer is None else t.layer
-            qs.i_ffn_down += 1
-            return low if layer < qs.n_layer // 8 else new
         if cat == "attn_output":
             if qs.n_expert == 8:
                 return "Q5_K"
@@ -438,28 +578,6 @@ def _choose_type(qs: _QuantState, t: GgufTensor, new: str) -> str:
                 return "IQ2_XXS"
             if f in {"IQ2_S", "IQ2_M"}:
                 return "IQ3_S"
-        return new
-    if attn_v_like:
-        i, n = qs.i_attention_wv, qs.n_attention_wv
-        if f == "Q2_K":
-            new = "Q4_K" if qs.n_gqa >= 4 else "Q3_K"
-        elif f == "IQ3_XXS":
-            new = "Q4_K" if qs.n_gqa >= 4 else ("IQ3_XXS" if qs.has_imatrix else "IQ3_S")
-        elif (f == "IQ3_S" and qs.n_gqa >= 4) or f == "IQ3_M":
-            new = "Q4_K"
-        elif f == "Q3_K_M":
-            new = "Q5_K" if i < 2 else "Q4_K"
-        elif f == "Q3_K_L" or (f in {"IQ4_NL", "IQ4_XS"} and qs.n_gqa >= 4):
-            new = "Q5_K"
-        elif f in {"Q4_K_M", "Q5_K_M"} and _use_more_bits(i, n):
-            new = "Q6_K"
-        elif f == "Q4_K_S" and i < 4:
-            new = "Q5_K"
-        if qs.is_70b and new in {"Q3_K", "Q4_K"}:
-            new = "Q5_K"
-        if qs.n_expert == 8:
-            new = "Q8_0"
-        qs.i_attention_wv += 1
         return new
     if cat == "attn_k":
         if qs.n_expert == 8:
@@ -469,37 +587,6 @@ def _choose_type(qs: _QuantState, t: GgufTensor, new: str) -> str:
         return new
     if cat == "attn_q":
         return "IQ2_S" if f == "IQ3_XXS" else new
-    if cat == "ffn_down":
-        i = qs.i_ffn_down if t.layer is None else t.layer
-        n = qs.n_layer
-        qs.i_ffn_down += 1
-        if f == "Q2_K":
-            return "Q3_K"
-        if f == "IQ3_XXS" and not qs.has_imatrix:
-            return "Q4_K" if i < n // 8 else "Q3_K"
-        if f == "Q3_K_M":
-            if i < n // 16:
-                return "Q5_K"
-            return "Q4_K" if not qs.falcon or _use_more_bits(i, n) else "Q3_K"
-        if f == "IQ3_M" and (i < n // 8 or (qs.n_expert == 8 and _use_more_bits(i, n))):
-            return "Q4_K"
-        if f == "Q3_K_L":
-            return "Q4_K" if qs.falcon else "Q5_K"
-        if f == "Q4_K_M":
-            if qs.falcon:
-                if i < n // 16:
-                    return "Q6_K"
-                return "Q5_K" if _use_more_bits(i, n) else "Q4_K"
-            return "Q6_K" if _use_more_bits(i, n) else new
-        if i < n // 8 and f in {"IQ4_NL", "IQ4_XS"} and not qs.has_imatrix:
-            return "Q5_K"
-        if f == "Q5_K_M" and _use_more_bits(i, n):
-            return "Q6_K"
-        if f == "Q4_K_S" and not qs.falcon and i < n // 8:
-            return "Q5_K"
-        if f in {"Q4_0", "Q5_0"} and qs.has_imatrix and i < n // 8:
-            return "Q4_1" if f == "Q4_0" else "Q5_1"
-        return new
     if cat == "attn_output":
         if qs.falcon:
             return "Q4_K" if f == "Q3_K_L" else new
@@ -517,57 +604,333 @@ def _choose_type(qs: _QuantState, t: GgufTensor, new: str) -> str:
     return new
 
 
-def _with_fallback(t: GgufTensor, ggml_type: str) -> str:
+def _with_fallback(ne0: int, ggml_type: str) -> str:
     """``tensor_type_fallback``: a row length the block does not divide takes a smaller block."""
-    if t.ne0 % GGML_BLOCK[ggml_type][0] == 0:
+    if ne0 % GGML_BLOCK[ggml_type][0] == 0:
         return ggml_type
     fallback = _FALLBACK.get(ggml_type, "F16")
-    return fallback if t.ne0 % GGML_BLOCK[fallback][0] == 0 else "F16"
+    return fallback if ne0 % GGML_BLOCK[fallback][0] == 0 else "F16"
+
+
+@lru_cache(maxsize=64)
+def _name_order(n_layer: int) -> array[int]:
+    """Each block's place in the loader's name order, in which ``i_attention_wv`` counts: names
+    compare as strings, so ``blk.1.*`` < ``blk.10.*`` < ``blk.100.*`` < ``blk.11.*`` < ``blk.2.*``
+    (the ``.`` after a shorter number sorts before any digit, as ``str`` comparison does)."""
+    place = array("I", bytes(4 * n_layer))
+    for i, il in enumerate(sorted(range(n_layer), key=str)):
+        place[il] = i
+    return place
+
+
+@lru_cache(maxsize=256)
+def _layer_choices(qs: _QuantState) -> tuple[tuple[str, str], ...]:
+    """Per layer, the type chosen for its ``attn_v``-like tensor and for its ``ffn_down``
+    tensors, before the fallback: the only choices that depend on the layer. They depend on the
+    file type and the counts in ``qs``, not on tensor sizes, so shapes of one depth share them."""
+    base = _DEFAULT_TYPE[qs.ftype]
+    if qs.ftype in _FLOAT_FILES:
+        return ((base, base),) * qs.n_layer
+    place = _name_order(qs.n_layer)
+    pairs: dict[tuple[str, str], tuple[str, str]] = {}  # one tuple per distinct pair, not per layer
+    choices = []
+    for il in range(qs.n_layer):
+        pair = (_attn_v_type(qs, place[il], base), _ffn_down_type(qs, il, base))
+        choices.append(pairs.setdefault(pair, pair))
+    return tuple(choices)
+
+
+def _tensor_type(
+    qs: _QuantState, category: Category, ne0: int, quantizable: bool, layer: tuple[str, str]
+) -> str:
+    """The ggml type ``llama-quantize`` gives a tensor: F32 where it leaves it (1-D tensors, norms,
+    the MoE router), the base type in a float file, otherwise ``llama_tensor_get_type_impl``'s
+    choice after ``tensor_type_fallback``. ``layer`` is its layer's ``_layer_choices`` entry."""
+    if not quantizable:
+        return "F32"
+    base = _DEFAULT_TYPE[qs.ftype]
+    if qs.ftype in _FLOAT_FILES:
+        return base
+    if category in _ATTN_V_LIKE:
+        choice = layer[0]
+    elif category == "ffn_down":
+        choice = layer[1]
+    else:
+        choice = _fixed_type(qs, category, ne0, base)
+    return _with_fallback(ne0, choice)
+
+
+# A row length enters the type choice only through which block lengths divide it, and every
+# block length divides 256, so ``gcd(ne0, 256)`` stands for it: blocks of shapes that differ
+# only in size share their types.
+_ROW_UNIT = 256
+assert all(_ROW_UNIT % block == 0 for block, _size in GGML_BLOCK.values())
+_Signature = tuple[tuple[Category, int, bool], ...]
+
+
+def _signature(shapes: tuple[_Shape, ...]) -> _Signature:
+    return tuple((s.category, gcd(s.ne0, _ROW_UNIT), s.quantizable) for s in shapes)
+
+
+def _block_types(qs: _QuantState, signature: _Signature, layer: tuple[str, str]) -> tuple[str, ...]:
+    """``_tensor_type`` of each tensor of a block (or of the embedding or output tensors)."""
+    return tuple(
+        _tensor_type(qs, category, ne0, quantizable, layer)
+        for category, ne0, quantizable in signature
+    )
 
 
 def gguf_tensor_types(arch: Architecture, gguf_type: str) -> list[tuple[GgufTensor, str]]:
     """Each tensor with the ggml type ``llama-quantize`` gives it under ``gguf_type``.
 
-    Tensors are visited in the name order of the loader's map (``blk.0``, ``blk.1``, ``blk.10``…);
-    only the counters of ``attn_v``-like and ``ffn_down`` tensors depend on it, and since every such
-    tensor of a model has the same shape the totals do not. Importance matrices are assumed for the
-    IQ types (llama-quantize requires one for IQ1/IQ2/IQ3_XXS) and not for K- and legacy types.
+    Tensors are visited in the name order of the loader's map (``blk.0``, ``blk.1``, ``blk.10``…),
+    which decides which layers' ``attn_v`` the ``i_attention_wv`` rules pick (``_name_order``).
+    One object per tensor: the estimate itself reads the summed ``gguf_layout`` instead.
     """
-    tensors = gguf_tensors(arch)
-    base = _DEFAULT_TYPE[gguf_type]
-    qs = _QuantState(
-        ftype=gguf_type,
-        n_layer=arch.num_layers,
-        n_gqa=max(1, arch.num_attention_heads // arch.num_kv_heads),
-        n_expert=arch.num_experts,
-        falcon=arch.model_type == "falcon",
-        is_70b=arch.model_type == "llama" and arch.num_layers == 80,
-        tied=arch.tie_word_embeddings,
-        has_imatrix=gguf_type.startswith("IQ"),
-        n_attention_wv=sum(1 for t in tensors if t.category in ("attn_v", "attn_qkv", "attn_kv_b")),
-    )
-    ordered = sorted(tensors, key=lambda t: t.name)
-    chosen: dict[str, str] = {}
-    for t in ordered:
-        if not t.quantizable:
-            chosen[t.name] = "F32"
-        elif gguf_type in _FLOAT_FILES:
-            chosen[t.name] = base
-        else:
-            chosen[t.name] = _with_fallback(t, _choose_type(qs, t, base))
-    return [(t, chosen[t.name]) for t in tensors]
+    qs = _quant_state(arch, gguf_type)
+    choices = _layer_choices(qs)
+    outside = (_DEFAULT_TYPE[gguf_type],) * 2  # not read: no attn_v or ffn_down outside blocks
+    return [
+        (
+            t,
+            _tensor_type(
+                qs,
+                t.category,
+                t.ne0,
+                t.quantizable,
+                outside if t.layer is None else choices[t.layer],
+            ),
+        )
+        for t in gguf_tensors(arch)
+    ]
+
+
+def _nbytes(ne0: int, rows: int, ggml_type: str) -> int:
+    block, size = GGML_BLOCK[ggml_type]
+    return rows * (ne0 // block) * size
 
 
 def tensor_bytes(t: GgufTensor, ggml_type: str) -> int:
     """``elements / block × bytes per block`` (ggml_nbytes of a contiguous tensor)."""
-    block, size = GGML_BLOCK[ggml_type]
-    return t.rows * (t.ne0 // block) * size
+    return _nbytes(t.ne0, t.rows, ggml_type)
 
 
 def cache_row_bytes(cache_type: str, width: int) -> int:
     """``ggml_row_size``: quantized caches use ggml's blocks (q8_0 is 34 bytes per 32 values)."""
     block, size = GGML_BLOCK[cache_type.upper()]
     return -(-width // block) * size
+
+
+# --- the file and the caches, summed per class of layer ---------------------------------------
+_Class = TypeVar("_Class", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class _LayerClasses(Generic[_Class]):
+    """Layers sorted into the few classes they come in, with how many layers of each class lie in
+    layers ``il..n-1`` (entry ``n`` is 0): what ``-ngl`` puts on the GPU, every layer from a
+    start layer on, is then a sum over the classes rather than over the layers."""
+
+    members: tuple[_Class, ...]  # in the order of their first layer
+    from_layer: tuple[array[int], ...]  # per member
+
+    def weighted_from(self, il: int, weights: Iterable[int]) -> int:
+        """``sum(weight of the class of layer j for j in il..n-1)``."""
+        return sum(w * counts[il] for w, counts in zip(weights, self.from_layer, strict=True))
+
+    def count(self, member: _Class) -> int:
+        return self.from_layer[self.members.index(member)][0]
+
+
+def _classify(per_layer: Sequence[_Class]) -> _LayerClasses[_Class]:
+    members = tuple(dict.fromkeys(per_layer))
+    from_layer = []
+    for member in members:
+        ones = reversed([1 if kind == member else 0 for kind in per_layer])
+        from_layer.append(array("I", [*reversed(tuple(accumulate(ones))), 0]))
+    return _LayerClasses(members, tuple(from_layer))
+
+
+# Per layer: "full" or "sliding" for a layer with its own KV cache ("" for none), and the F32
+# recurrent-state elements of one cell.
+_CacheClass = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class CacheLayers:
+    """Per architecture, the layers that hold KV and recurrent state, so a KV or RS buffer's
+    split is O(1) for any ``-ngl``."""
+
+    classes: _LayerClasses[_CacheClass]
+    recurrent_layers: int
+
+    def kv_bytes_from(self, il: int, full_bytes: int, sliding_bytes: int) -> int:
+        """KV bytes of layers ``il..n-1``, given one full and one sliding layer's bytes."""
+        per_kind = {"full": full_bytes, "sliding": sliding_bytes, "": 0}
+        return self.classes.weighted_from(il, (per_kind[kv] for kv, _ in self.classes.members))
+
+    def state_elements_from(self, il: int) -> int:
+        """Recurrent-state elements of one cell over layers ``il..n-1``."""
+        return self.classes.weighted_from(il, (elements for _, elements in self.classes.members))
+
+
+def cache_layers(arch: Architecture) -> CacheLayers:
+    """Which layers keep KV (not a recurrent layer of a hybrid, not one reusing an earlier
+    layer's KV), which of those are sliding, and the recurrent state each keeps per cell."""
+    mixed = arch.mixer_kinds or arch.layer_types or arch.kv_shared_layers
+    if not mixed and arch.parallel_recurrent is None:
+        # Attention everywhere, a full cache per layer: shared by every model this deep.
+        return _attention_layers(arch.num_layers)
+    return _mixed_layers(arch)
+
+
+@lru_cache(maxsize=128)
+def _attention_layers(n_layer: int) -> CacheLayers:
+    return CacheLayers(_classify([("full", 0)] * n_layer), 0)
+
+
+@lru_cache(maxsize=128)
+def _mixed_layers(arch: Architecture) -> CacheLayers:
+    types = arch.layer_types
+    by_kind: dict[str, int] = {}
+    per_layer: list[_CacheClass] = []
+    for il in range(arch.num_layers):
+        kv = ""
+        if arch.keeps_kv(il):
+            kv = "sliding" if il < len(types) and types[il] == "sliding" else "full"
+        kind = arch.mixer_kind(il)
+        if kind not in by_kind:
+            by_kind[kind] = _layer_state_elements(arch, kind)
+        per_layer.append((kv, by_kind[kind]))
+    classes = _classify(per_layer)
+    recurrent = sum(classes.count(member) for member in classes.members if member[1])
+    return CacheLayers(classes, recurrent)
+
+
+# A block class: MoE or dense, and its layer's choices for attn_v and ffn_down (_layer_choices).
+_BlockClass = tuple[bool, tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class _FileTypes:
+    """What a file's layout keeps whatever its tensor sizes: each block class's tensor types,
+    which layers have which class, and the tensors per type."""
+
+    embeddings: tuple[str, ...]
+    outputs: tuple[str, ...]
+    blocks: _LayerClasses[_BlockClass]
+    block_types: tuple[tuple[str, ...], ...]  # per block class
+    tensor_types: tuple[tuple[str, int], ...]  # in the order the file first uses each type
+
+
+@lru_cache(maxsize=256)
+def _file_types(
+    qs: _QuantState,
+    moe_flags: tuple[bool, ...],
+    blocks: tuple[tuple[bool, _Signature], ...],
+    embeddings: _Signature,
+    outputs: _Signature,
+) -> _FileTypes:
+    """The types of a file's tensors from their signatures: shapes that differ only in size
+    (the /fits/ search's reference models of one depth) share them."""
+    outside = (_DEFAULT_TYPE[qs.ftype],) * 2  # not read: no attn_v or ffn_down outside blocks
+    signatures = dict(blocks)
+    classes = _classify(list(zip(moe_flags, _layer_choices(qs), strict=True)))
+    block_types = tuple(_block_types(qs, signatures[moe], layer) for moe, layer in classes.members)
+    counts: dict[str, int] = {}
+    # File order: embeddings, blocks (each class first met at its first layer), output layer.
+    embedding_types = _block_types(qs, embeddings, outside)
+    output_types = _block_types(qs, outputs, outside)
+    groups = [(embedding_types, 1)]
+    groups += [
+        (kinds, classes.count(m)) for kinds, m in zip(block_types, classes.members, strict=True)
+    ]
+    groups.append((output_types, 1))
+    for types, times in groups:
+        for kind in types:
+            counts[kind] = counts.get(kind, 0) + times
+    return _FileTypes(
+        embeddings=embedding_types,
+        outputs=output_types,
+        blocks=classes,
+        block_types=block_types,
+        tensor_types=tuple(counts.items()),
+    )
+
+
+@dataclass(frozen=True)
+class GgufLayout:
+    """A GGUF file of one architecture and file type, summed the way llama.cpp places it at load:
+    the tables that stay on the host, the blocks, the output layer; plus what ``print_info``
+    reports (file size, bits per weight, tensors per type)."""
+
+    gguf_type: str
+    file_bytes: int
+    elements: int
+    tensor_types: tuple[tuple[str, int], ...]  # in the order the file first uses each type
+    token_embd_bytes: int
+    host_only_bytes: int  # token_embd and position_embd, read with get_rows
+    output_bytes: int  # output_norm and the output head
+    blocks: _LayerClasses[_BlockClass]
+    block_bytes: tuple[int, ...]  # one block of each class
+    layers: CacheLayers
+
+    def layer_bytes_from(self, il: int) -> int:
+        """Bytes of the blocks ``il..n-1``."""
+        return self.blocks.weighted_from(il, self.block_bytes)
+
+
+def _bytes_of(shapes: tuple[_Shape, ...], types: tuple[str, ...]) -> int:
+    return sum(_nbytes(s.ne0, s.rows, kind) for s, kind in zip(shapes, types, strict=True))
+
+
+def gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
+    """The file's bytes from one template per block structure, without a tensor object per
+    tensor: the same types and sums as ``gguf_tensor_types``, which lists them one by one.
+
+    Remembered per architecture and file type. A stated parameter count (``params_override``)
+    changes no tensor, so it is left out of the key: the /fits/ search's reference models of
+    neighbouring sizes often have the same tensors."""
+    if arch.params_override is not None:
+        arch = arch.model_copy(update={"params_override": None})
+    return _gguf_layout(arch, gguf_type)
+
+
+@lru_cache(maxsize=256)
+def _gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
+    qs = _quant_state(arch, gguf_type)
+    embeddings, outputs = _embedding_shapes(arch), _output_shapes(arch)
+    flags = _moe_flags(arch)
+    shapes = {moe: _block_shapes(arch, moe) for moe in sorted(set(flags))}
+    types = _file_types(
+        qs,
+        flags,
+        tuple((moe, _signature(block)) for moe, block in shapes.items()),
+        _signature(embeddings),
+        _signature(outputs),
+    )
+    token_embd = _bytes_of(embeddings[:1], types.embeddings[:1])
+    host_only = _bytes_of(embeddings, types.embeddings)
+    output = _bytes_of(outputs, types.outputs)
+    block_bytes = tuple(
+        _bytes_of(shapes[moe], kinds)
+        for (moe, _layer), kinds in zip(types.blocks.members, types.block_types, strict=True)
+    )
+    block_elements = (sum(s.elements for s in shapes[moe]) for moe, _ in types.blocks.members)
+    elements = sum(s.elements for s in embeddings + outputs)
+    elements += types.blocks.weighted_from(0, block_elements)
+    return GgufLayout(
+        gguf_type=gguf_type,
+        file_bytes=host_only + types.blocks.weighted_from(0, block_bytes) + output,
+        elements=elements,
+        tensor_types=types.tensor_types,
+        token_embd_bytes=token_embd,
+        host_only_bytes=host_only,
+        output_bytes=output,
+        blocks=types.blocks,
+        block_bytes=block_bytes,
+        layers=cache_layers(arch),
+    )
 
 
 # --- buffers ----------------------------------------------------------------------------------
@@ -616,53 +979,47 @@ def _gpu_layer_start(arch: Architecture, options: LlamaCppOptions) -> int:
     return max(arch.num_layers + 1 - ngl, 0)
 
 
-def model_buffer(
-    arch: Architecture, typed: list[tuple[GgufTensor, str]], options: LlamaCppOptions
-) -> DeviceBytes:
+def _first_gpu_block(arch: Architecture, options: LlamaCppOptions) -> int:
+    """The index into the ``*_from`` sums where the GPU's share starts: the first offloaded
+    block, or ``n_layer`` (nothing) when ``-ngl 0`` keeps every layer on the host."""
+    if options.n_gpu_layers == 0:
+        return arch.num_layers
+    return min(_gpu_layer_start(arch, options), arch.num_layers)
+
+
+def model_buffer(arch: Architecture, layout: GgufLayout, options: LlamaCppOptions) -> DeviceBytes:
     """Weights by device: token embeddings always on the host (read with ``get_rows``); layers from
     ``_gpu_layer_start`` on, the final norm and the output head on the GPU. A tied output head is a
     duplicate of the embedding table loaded beside the GPU layers."""
     start = _gpu_layer_start(arch, options)
     output_on_gpu = arch.num_layers >= start and options.n_gpu_layers != 0
-    gpu = host = 0
-    embd_bytes = 0
-    for t, ggml_type in typed:
-        size = tensor_bytes(t, ggml_type)
-        if t.category == "token_embd" or t.name == "position_embd":
-            host += size
-            embd_bytes = size if t.category == "token_embd" else embd_bytes
-        elif t.layer is None:
-            if output_on_gpu:
-                gpu += size
-            else:
-                host += size
-        elif t.layer >= start and options.n_gpu_layers != 0:
-            gpu += size
-        else:
-            host += size
+    blocks_gpu = layout.layer_bytes_from(_first_gpu_block(arch, options))
+    blocks_host = layout.layer_bytes_from(0) - blocks_gpu
+    gpu, host = blocks_gpu, layout.host_only_bytes + blocks_host
+    if output_on_gpu:
+        gpu += layout.output_bytes
+    else:
+        host += layout.output_bytes
     if arch.tie_word_embeddings and output_on_gpu:
-        gpu += embd_bytes
+        gpu += layout.token_embd_bytes
         # on the host the tied head reads the embedding table itself
     return DeviceBytes(gpu=gpu, host=host)
 
 
-def kv_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
+def kv_buffer(
+    arch: Architecture, options: LlamaCppOptions, layers: CacheLayers | None = None
+) -> DeviceBytes:
     """Per attention layer ``row_size(type_k, n_embd_k_gqa) · cells + row_size(type_v, …) · cells``,
     on the device of the layer (llama-kv-cache.cpp, offload_kqv on). Recurrent layers of a hybrid
-    and layers that reuse an earlier layer's KV keep none."""
+    and layers that reuse an earlier layer's KV keep none. ``layers``: ``cache_layers(arch)``."""
+    if layers is None:
+        layers = cache_layers(arch)
     full, swa = kv_cells(arch, options)
-    start = _gpu_layer_start(arch, options)
-    gpu = host = 0
-    for il in range(arch.num_layers):
-        if not arch.keeps_kv(il):
-            continue
-        sliding = bool(swa) and bool(arch.layer_types) and arch.layer_types[il] == "sliding"
-        size = _kv_layer_bytes(arch, options, swa if sliding else full, sliding)
-        if il >= start and options.n_gpu_layers != 0:
-            gpu += size
-        else:
-            host += size
-    return DeviceBytes(gpu=gpu, host=host)
+    full_bytes = _kv_layer_bytes(arch, options, full)
+    # Without a sliding-window cache (kv_cells gives none) sliding layers get the full one.
+    sliding_bytes = _kv_layer_bytes(arch, options, swa, True) if swa else full_bytes
+    gpu = layers.kv_bytes_from(_first_gpu_block(arch, options), full_bytes, sliding_bytes)
+    return DeviceBytes(gpu=gpu, host=layers.kv_bytes_from(0, full_bytes, sliding_bytes) - gpu)
 
 
 def recurrent_state_elements(state: RecurrentState) -> int:
@@ -680,10 +1037,10 @@ def recurrent_cells(options: LlamaCppOptions) -> int:
     return max(1, options.n_parallel)
 
 
-def _layer_state_elements(arch: Architecture, il: int) -> int:
-    """F32 elements one cell of layer ``il`` keeps; 0 on layers the recurrent memory skips."""
+def _layer_state_elements(arch: Architecture, kind: MixerKind) -> int:
+    """F32 elements one cell of a layer mixed by ``kind`` keeps; 0 on layers the recurrent
+    memory skips."""
     elements = 0
-    kind = arch.mixer_kind(il)
     if kind not in ("attention", "none"):
         elements += recurrent_state_elements(arch.recurrent_state(kind))
     if arch.parallel_recurrent is not None:
@@ -693,23 +1050,21 @@ def _layer_state_elements(arch: Architecture, il: int) -> int:
 
 def recurrent_layer_count(arch: Architecture) -> int:
     """Layers the recurrent memory keeps a state for (the hybrid's ``filter_recr``)."""
-    return sum(1 for il in range(arch.num_layers) if _layer_state_elements(arch, il))
+    return cache_layers(arch).recurrent_layers
 
 
-def recurrent_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
+def recurrent_buffer(
+    arch: Architecture, options: LlamaCppOptions, layers: CacheLayers | None = None
+) -> DeviceBytes:
     """The RS buffer: F32 ``n_embd_r + n_embd_s`` per cell (one per ``--parallel`` slot) and
     recurrent layer, on the device of the layer like the KV cache (llama-memory-recurrent.cpp);
-    a recurrent mixer running beside attention (Falcon-H1) adds its state to every layer."""
-    start = _gpu_layer_start(arch, options)
-    cells = recurrent_cells(options)
-    gpu = host = 0
-    for il in range(arch.num_layers):
-        size = 4 * _layer_state_elements(arch, il) * cells
-        if il >= start and options.n_gpu_layers != 0:
-            gpu += size
-        else:
-            host += size
-    return DeviceBytes(gpu=gpu, host=host)
+    a recurrent mixer running beside attention (Falcon-H1) adds its state to every layer.
+    ``layers``: ``cache_layers(arch)``."""
+    if layers is None:
+        layers = cache_layers(arch)
+    cell_bytes = 4 * recurrent_cells(options)
+    gpu = cell_bytes * layers.state_elements_from(_first_gpu_block(arch, options))
+    return DeviceBytes(gpu=gpu, host=cell_bytes * layers.state_elements_from(0) - gpu)
 
 
 def compute_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
@@ -750,33 +1105,30 @@ def estimate_llama_cpp(
     arch: Architecture,
     options: LlamaCppOptions,
     *,
-    typed: list[tuple[GgufTensor, str]] | None = None,
+    layout: GgufLayout | None = None,
 ) -> LlamaCppResult:
-    """All of llama.cpp's load-time buffers for ``arch`` under ``options``. ``typed`` (the file's
-    tensor types, ``gguf_tensor_types``) may be passed in by searches that try many contexts or
-    layer counts for one file: it is most of the cost and depends only on the file type."""
-    if typed is None:
-        typed = gguf_tensor_types(arch, options.gguf_type)
-    file_bytes = sum(tensor_bytes(t, ggml_type) for t, ggml_type in typed)
-    elements = sum(t.elements for t, _ in typed)
-    counts: dict[str, int] = {}
-    for _t, ggml_type in typed:
-        counts[ggml_type] = counts.get(ggml_type, 0) + 1
+    """All of llama.cpp's load-time buffers for ``arch`` under ``options``: O(1) once the file's
+    ``gguf_layout`` is known (remembered per architecture and file type; searches that try many
+    contexts or layer counts for one file may pass it in)."""
+    if layout is None:
+        layout = gguf_layout(arch, options.gguf_type)
+    elif layout.gguf_type != options.gguf_type:
+        raise ValueError(f"layout of a {layout.gguf_type} file for a {options.gguf_type} estimate")
     full, swa = kv_cells(arch, options)
     start = _gpu_layer_start(arch, options)
     gpu_layers = 0 if options.n_gpu_layers == 0 else arch.num_layers + 1 - start
     return LlamaCppResult(
         gguf_type=options.gguf_type,
-        gguf_file_bytes=file_bytes,
-        bits_per_weight=round(8 * file_bytes / elements, 3),
-        tensor_types=counts,
+        gguf_file_bytes=layout.file_bytes,
+        bits_per_weight=round(8 * layout.file_bytes / layout.elements, 3),
+        tensor_types=dict(layout.tensor_types),
         n_ctx_padded=full,
         kv_cells_full=full,
         kv_cells_swa=swa,
         gpu_layers=gpu_layers,
-        model_buffer=model_buffer(arch, typed, options),
-        kv_buffer=kv_buffer(arch, options),
-        recurrent_buffer=recurrent_buffer(arch, options),
+        model_buffer=model_buffer(arch, layout, options),
+        kv_buffer=kv_buffer(arch, options, layout.layers),
+        recurrent_buffer=recurrent_buffer(arch, options, layout.layers),
         compute_buffer=compute_buffer(arch, options),
         output_buffer_bytes=4 * arch.vocab_size * options.n_parallel,
     )
@@ -788,17 +1140,17 @@ def most_gpu_layers_that_fit(
     options: LlamaCppOptions,
     gpu_memory_bytes: int,
     *,
-    typed: list[tuple[GgufTensor, str]] | None = None,
+    layout: GgufLayout | None = None,
 ) -> int:
     """The largest ``-ngl`` whose GPU buffers fit in ``gpu_memory_bytes`` (0 if none does).
-    GPU bytes only grow with ``-ngl``, so a bisection over 0..layers+1 finds it. ``typed``: as
+    GPU bytes only grow with ``-ngl``, so a bisection over 0..layers+1 finds it. ``layout``: as
     for ``estimate_llama_cpp``."""
-    if typed is None:
-        typed = gguf_tensor_types(arch, options.gguf_type)
+    if layout is None:
+        layout = gguf_layout(arch, options.gguf_type)
 
     def fits(ngl: int) -> bool:
         trial = options.model_copy(update={"n_gpu_layers": ngl})
-        return estimate_llama_cpp(arch, trial, typed=typed).gpu_bytes <= gpu_memory_bytes
+        return estimate_llama_cpp(arch, trial, layout=layout).gpu_bytes <= gpu_memory_bytes
 
     if not fits(0):
         return 0
@@ -818,17 +1170,17 @@ def longest_context_full_offload(
     gpu_memory_bytes: int,
     limit: int = 1 << 21,
     *,
-    typed: list[tuple[GgufTensor, str]] | None = None,
+    layout: GgufLayout | None = None,
 ) -> int:
     """The largest ``n_ctx`` (a multiple of 256) that fits fully offloaded; 0 if none does.
-    ``typed``: as for ``estimate_llama_cpp``."""
+    ``layout``: as for ``estimate_llama_cpp``."""
     full = options.model_copy(update={"n_gpu_layers": None})
-    if typed is None:
-        typed = gguf_tensor_types(arch, options.gguf_type)
+    if layout is None:
+        layout = gguf_layout(arch, options.gguf_type)
 
     def fits(n_ctx: int) -> bool:
         trial = full.model_copy(update={"n_ctx": n_ctx})
-        return estimate_llama_cpp(arch, trial, typed=typed).gpu_bytes <= gpu_memory_bytes
+        return estimate_llama_cpp(arch, trial, layout=layout).gpu_bytes <= gpu_memory_bytes
 
     if not fits(256):
         return 0
