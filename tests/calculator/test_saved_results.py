@@ -264,6 +264,13 @@ def test_a_snapshot_keeps_its_figures_after_the_preset_is_edited(client):
     assert summary(after) == summary(before)
 
 
+def test_every_source_link_of_a_snapshot_has_its_target(client):
+    page = client.get(save(client, MATRIX["ft-deepspeed-opt-offload"])).content.decode()
+    targets = re.findall(r'href="#(ref-[\w-]+)"', page)
+    assert targets
+    assert [t for t in targets if f'id="{t}"' not in page] == []
+
+
 def test_a_snapshot_links_its_suggestion_to_the_calculator(client):
     """gpt-oss-20b is published in MXFP4: the page suggests INT4, on a saved page too, with a
     link to the calculator rather than to the snapshot itself."""
