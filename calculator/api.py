@@ -152,7 +152,7 @@ class ApiEstimateResponse(EstimateResult):
     model: ModelEcho = Field(description="The model matched.")
     inputs: dict[str, Any] = Field(
         description="Every input of the request as the estimator read it (defaults filled in), "
-        "without the model description."
+        "without the model description, and ram_gb as given."
     )
     verdict: Verdict | None = None
     hub: HubOut | None = Field(

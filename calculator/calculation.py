@@ -107,13 +107,17 @@ class Calculation:
         gpu: Card | None = None,
         preset: ModelPreset | None = None,
         host_ram_gb: float | None = None,
+        result: EstimateResult | None = None,
     ) -> None:
         self.request = request
         self.host_ram_gb = host_ram_gb
         self.catalogue = catalogue
         self.gpu = gpu
         self.preset = preset
-        self.result: EstimateResult = presenters.cached_estimate(self.request)
+        # A saved snapshot passes the result it stored: it shows what was computed then.
+        self.result: EstimateResult = (
+            result if result is not None else presenters.cached_estimate(self.request)
+        )
         self.arch: Architecture = resolve_architecture(self.request.model)
 
     # --- naming -------------------------------------------------------------------------
@@ -178,6 +182,31 @@ class Calculation:
             context["capacity_x"] = 1000.0 * self.gpu.usable_bytes / scale
         context["segments"] = presenters.chart_segments(self.rows, scale)
         return context
+
+    def result_context(self, *, first_view: bool = True) -> dict[str, Any]:
+        """The result's template context: the live page and a saved snapshot render it from
+        here, so a snapshot shows whatever the live page shows."""
+        context: dict[str, Any] = {
+            "calculation": self,
+            "gpu": self.gpu,
+            "request_obj": self.request,
+            "result": self.result,
+            "arch": self.arch,
+        }
+        if self.preset is not None:
+            context["preset"] = self.preset
+        if first_view:
+            context.update(self.first_view())
+        return context
+
+    @property
+    def inputs(self) -> list[tuple[str, str]]:
+        """Every input, as a snapshot lists it and the Markdown export repeats it."""
+        return presenters.inputs_summary(
+            self.request,
+            gpu_name=str(self.gpu.name) if self.gpu is not None else None,
+            host_ram_gb=self.host_ram_gb,
+        )
 
     # --- system RAM ---------------------------------------------------------------------
     @property
@@ -672,9 +701,16 @@ class Calculation:
         body["commands"] = {command.key: command.text for command in self.ready_commands}
         body["speed"] = self.speed.model_dump(mode="json") if self.speed else None
         body["host_verdict"] = self.host_verdict
+        # The page's RAM field, under the API's name for it (not an estimator input).
+        inputs = body["inputs"]
+        if isinstance(inputs, dict):
+            inputs["ram_gb"] = self.host_ram_gb
         return body
 
     def markdown(self, *, link: str) -> str:
+        """The Markdown export: the inputs, the breakdown, the verdicts and the notes the page
+        shows beside them (system RAM, the stack's switches, the speed, vLLM's pool), read from
+        the same context the page renders."""
         return presenters.markdown(
             self.result,
             presenters.breakdown_rows(self.result),
@@ -682,7 +718,8 @@ class Calculation:
             gpu_name=str(self.gpu.name) if self.gpu else None,
             verdict=self.verdict,
             link=link,
-            inputs=presenters.inputs_summary(self.request, gpu_name=None),
+            inputs=self.inputs,
+            notes=presenters.result_notes(self.result_context()),
         )
 
 

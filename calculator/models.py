@@ -280,7 +280,8 @@ def new_saved_id() -> str:
 
 class SavedResult(models.Model):
     """A frozen snapshot behind a shared link: the request with its resolved architecture, the
-    result as computed then, and the GPU it was checked against."""
+    result as computed then, the GPU it was checked against and the rest of what the page
+    showed (``calculation_json``)."""
 
     id = models.CharField(primary_key=True, max_length=32, default=new_saved_id, editable=False)
     query = models.TextField(_("permalink query"))
@@ -292,6 +293,9 @@ class SavedResult(models.Model):
     gpu_name = models.CharField(max_length=200, blank=True)
     gpu_usable_bytes = models.BigIntegerField(null=True, blank=True)
     gpu_nominal_bytes = models.BigIntegerField(null=True, blank=True)
+    # The rest of what the live page showed: the speed, the RAM given, the card's slug, the
+    # preset's names (calculator.snapshots.SavedFigures; empty: saved before they were kept).
+    calculation_json = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # Who saved it (calculator.clients.owner_key; empty: saved before owners were kept). Only
     # the same client's quota may remove it before its retention ends.

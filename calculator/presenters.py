@@ -6,11 +6,13 @@ Functions of the estimator's result and plain values; no queries and no request.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
 from calculator.estimator.bounds import MAX_BATCH, MAX_SEQ_LEN
@@ -534,6 +536,7 @@ def markdown(
     verdict: Verdict | None,
     link: str,
     inputs: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    notes: list[str] = (),  # type: ignore[assignment]
 ) -> str:
     """A Markdown summary to paste into an issue or a notebook, in the active language, with
     numbers rounded and formatted as the page shows them."""
@@ -564,8 +567,174 @@ def markdown(
             _("%(gpu)s: %(state)s (%(usable)s GiB usable).")
             % {"gpu": gpu_name, "state": state, "usable": usable}
         )
+    if notes:
+        lines += ["", *notes]
     lines += ["", link, ""]
     return "\n".join(str(line) for line in lines)
+
+
+def _markdown_text(message: str, **values: object) -> str:
+    """One of the result's sentences as the page writes it (the same catalogue entry), with
+    its emphasis in Markdown."""
+    text = gettext_memo(message) % values if values else gettext_memo(message)
+    return text.replace("<strong>", "**").replace("</strong>", "**")
+
+
+def result_notes(context: Mapping[str, Any]) -> list[str]:
+    """The notes the result's summary shows under its verdict (system RAM and its verdict,
+    the stack's switches, vLLM's pool, the speed, the run time and cost), as Markdown lines,
+    from the template context the page renders (``Calculation.result_context``)."""
+    from calculator.templatetags.calculator_format import gb, num, stack_label, switches_summary
+    from calculator.templatetags.calculator_format import gib as fmt_gib
+
+    result: EstimateResult = context["result"]
+    request: EstimateRequest = context["request_obj"]
+    lines: list[str] = []
+    started, loaded = result.vllm, result.llama_cpp
+    context_beyond = context.get("context_beyond")
+    if context_beyond:
+        lines.append(
+            "⚠ "
+            + _markdown_text(
+                gettext_noop(
+                    "%(seq)s tokens is beyond the %(window)s-token context this model was trained for (max_position_embeddings): the memory is as shown, but answers degrade past the window unless the model supports RoPE scaling."
+                ),
+                seq=num(request.seq_len),
+                window=num(context_beyond),
+            )
+        )
+    if started is not None:
+        lines.append(
+            _markdown_text(
+                gettext_noop(
+                    "vLLM serves %(n)s concurrent requests of %(seq)s tokens: its KV-cache pool holds %(tokens)s tokens."
+                ),
+                n=num(started.max_concurrency, 2),
+                seq=num(started.max_model_len),
+                tokens=num(started.kv_cache_tokens),
+            )
+        )
+        if not started.fits:
+            lines.append(
+                "⚠ "
+                + _markdown_text(
+                    gettext_noop(
+                        "vLLM will not start: one request of this length does not fit in the pool. Shorten --max-model-len or raise --gpu-memory-utilization."
+                    )
+                )
+            )
+    elif loaded is not None and result.host_bytes:
+        lines.append(
+            _markdown_text(
+                gettext_noop(
+                    "System RAM: %(host)s GiB (%(layers)s of %(all)s layers on the GPU; the rest and the token embeddings stay on the host)."
+                ),
+                host=fmt_gib(result.host_bytes),
+                layers=loaded.gpu_layers,
+                all=context["arch"].num_layers + 1,
+            )
+        )
+    if result.host_bytes and loaded is None:
+        lines.append(
+            _markdown_text(
+                gettext_noop(
+                    "System RAM: %(host)s GiB per GPU for what is offloaded; %(total)s GiB for the %(n)s GPU(s) of one machine."
+                ),
+                host=fmt_gib(result.host_bytes),
+                n=context.get("gpus_per_machine"),
+                total=fmt_gib(context.get("host_need_bytes") or 0),
+            )
+        )
+    host = context.get("host_verdict")
+    if host:
+        message = (
+            gettext_noop("%(need)s GB of system RAM needed: fits in your %(have)s GB.")
+            if host["fits"]
+            else gettext_noop("%(need)s GB of system RAM needed: more than your %(have)s GB.")
+        )
+        mark = "✔ " if host["fits"] else "✘ "
+        lines.append(
+            mark + _markdown_text(message, need=gb(host["need_bytes"]), have=gb(host["have_bytes"]))
+        )
+    switches = result.switches
+    if switches is not None:
+        line = (
+            _markdown_text(
+                gettext_noop("As %(stack)s runs it:"), stack=stack_label(switches.training_stack)
+            )
+            + " "
+            + switches_summary(switches)
+        )
+        if result.peak_stage is not None:
+            line += "; " + _markdown_text(
+                gettext_noop("the peak is on pipeline stage %(n)s (0 = first)."),
+                n=result.peak_stage,
+            )
+        lines.append(line)
+    lines += _speed_notes(context.get("speed"), request)
+    return lines
+
+
+def _speed_notes(speed: Any, request: EstimateRequest) -> list[str]:
+    """The speed lines of the summary (generation, prompt, training with its time and cost)."""
+    from calculator.templatetags.calculator_format import duration, num
+
+    if not speed:
+        return []
+    lines = []
+    if speed.decode_tokens_per_s:
+        line = "⚡ " + _markdown_text(
+            gettext_noop("Generation: <strong>%(r)s tokens/s</strong> for one sequence"),
+            r=num(speed.decode_tokens_per_s, 0),
+        )
+        if speed.decode_tokens_per_s_full_context:
+            line += "; " + _markdown_text(
+                gettext_noop("%(r)s tokens/s with %(n)s tokens in context"),
+                r=num(speed.decode_tokens_per_s_full_context, 0),
+                n=num(request.seq_len),
+            )
+        if speed.decode_tokens_per_s_total and request.batch_size > 1:
+            line += "; " + _markdown_text(
+                gettext_noop("%(r)s tokens/s for %(n)s sequences together"),
+                r=num(speed.decode_tokens_per_s_total, 0),
+                n=request.batch_size,
+            )
+        lines.append(line + ".")
+    if speed.prefill_tokens_per_s:
+        lines.append(
+            _markdown_text(
+                gettext_noop(
+                    "Prompt: %(r)s tokens/s; the first token after %(t)s for a %(n)s-token prompt."
+                ),
+                r=num(speed.prefill_tokens_per_s, 0),
+                t=duration(speed.time_to_first_token_s),
+                n=num(speed.prompt_tokens),
+            )
+        )
+    if speed.host_slowdown and speed.host_slowdown > 1.05:
+        lines.append(
+            "⚠ "
+            + _markdown_text(
+                gettext_noop(
+                    "With layers in system RAM, generation is %(x)s× slower than with every layer on the GPU."
+                ),
+                x=num(speed.host_slowdown, 1),
+            )
+        )
+    if speed.training_tokens_per_s_per_gpu:
+        line = "⚡ " + _markdown_text(
+            gettext_noop("Training: <strong>%(r)s tokens/s per GPU</strong>, %(s)s per step"),
+            r=num(speed.training_tokens_per_s_per_gpu, 0),
+            s=duration(speed.step_time_s),
+        )
+        if speed.time_to_train_s:
+            line += "; " + _markdown_text(
+                gettext_noop("the whole run takes %(t)s"), t=duration(speed.time_to_train_s)
+            )
+            if speed.cost is not None:
+                line += " " + _markdown_text(gettext_noop("and costs %(c)s"), c=num(speed.cost, 0))
+        lines.append(line + ".")
+    return lines
 
 
 StrOrPromise = str | Promise
@@ -703,12 +872,14 @@ OPTIMIZER_LABELS = {
 }
 
 
-def inputs_summary(request: EstimateRequest, *, gpu_name: str | None) -> list[tuple[str, str]]:
+def inputs_summary(
+    request: EstimateRequest, *, gpu_name: str | None, host_ram_gb: float | None = None
+) -> list[tuple[str, str]]:
     """Every input that shaped a result, as (label, value) in the active language: what a saved
     snapshot and the Markdown export show, so a reader knows what was computed."""
     training = request.mode != "inference"
     if request.runtime != "transformers":
-        return _runtime_inputs(request, gpu_name=gpu_name)
+        return _runtime_inputs(request, gpu_name=gpu_name, host_ram_gb=host_ram_gb)
     rows: list[tuple[str, str]] = [
         (str(_("Mode")), str(MODE_LABELS[request.mode])),
         (
@@ -727,8 +898,12 @@ def inputs_summary(request: EstimateRequest, *, gpu_name: str | None) -> list[tu
             (str(_("Mixed precision (fp32 master weights)")), _yes_no(request.mixed_precision))
         )
     if training:
-        rows.append((str(_("Optimizer")), str(OPTIMIZER_LABELS[request.optimizer])))
+        optimizer = OPTIMIZER_LABELS.get(request.optimizer) or _form_choice(
+            "optimizer", request.optimizer
+        )
+        rows.append((str(_("Optimizer")), str(optimizer)))
         rows.append((str(_("Gradient checkpointing")), _yes_no(request.gradient_checkpointing)))
+        rows += _stack_inputs(request)
     if request.mode in {"lora", "qlora"}:
         targets = request.lora.targets
         rows.append((str(_("LoRA rank")), _n(request.lora.rank)))
@@ -743,12 +918,81 @@ def inputs_summary(request: EstimateRequest, *, gpu_name: str | None) -> list[tu
         rows.append((str(_("Tensor parallel")), _n(request.tensor_parallel)))
     if training and request.zero_stage:
         rows.append((str(_("ZeRO / FSDP stage")), str(request.zero_stage)))
+    rows += _speed_inputs(request, host_ram_gb)
     if gpu_name:
         rows.append((str(_("GPU")), gpu_name))
     return rows
 
 
-def _runtime_inputs(request: EstimateRequest, *, gpu_name: str | None) -> list[tuple[str, str]]:
+# The training stack's switches as the form names them: (request field, form field, values).
+_STACK_SWITCHES = (
+    ("optimizer_impl", "opt_impl", None),
+    ("loss", "loss", None),
+    ("activation_checkpointing", "act_ckpt", None),
+    ("activation_offloading", "act_offload", {True: "on", False: "off"}),
+    ("optimizer_offload", "opt_offload", {True: "on", False: "off"}),
+    ("parameter_offload", "param_offload", {True: "on", False: "off"}),
+    ("sequence_parallel", "seq_par", {True: "on", False: "off"}),
+)
+
+
+def _form_label(name: str) -> str:
+    """The page's label of a form field (the snapshot lists what the visitor filled in)."""
+    from calculator.forms import CalculatorForm
+
+    return str(CalculatorForm.base_fields[name].label)
+
+
+def _form_choice(name: str, value: str) -> str:
+    from calculator.forms import CalculatorForm
+
+    field = CalculatorForm.base_fields[name]
+    return labels(list(getattr(field, "choices", []))).get(value, value)
+
+
+def _stack_inputs(request: EstimateRequest) -> list[tuple[str, str]]:
+    """The training stack, and each switch the visitor set (unset ones are the stack's)."""
+    rows = [(_form_label("stack"), _form_choice("stack", request.training_stack))]
+    for attribute, name, values in _STACK_SWITCHES:
+        value = getattr(request, attribute)
+        if value is not None:
+            rows.append((_form_label(name), _form_choice(name, values[value] if values else value)))
+    if request.pipeline_parallel > 1:
+        rows.append((_form_label("pp"), _n(request.pipeline_parallel)))
+    if request.context_parallel > 1:
+        rows.append((_form_label("cp"), _n(request.context_parallel)))
+    if request.micro_batches is not None:
+        rows.append((_form_label("micro"), _n(request.micro_batches)))
+    return rows
+
+
+def _figure(value: float) -> str:
+    """A number the visitor typed, with as many decimals as it has (up to six)."""
+    places = next((p for p in range(7) if round(value, p) == value), 6)
+    return decimal(value, places)
+
+
+def _speed_inputs(request: EstimateRequest, host_ram_gb: float | None) -> list[tuple[str, str]]:
+    """The inputs that only the speed, the run's cost and the RAM verdict read."""
+    rows: list[tuple[str, str]] = []
+    if request.images_per_request is not None and request.runtime == "transformers":
+        rows.append((_form_label("images"), _n(request.images_per_request)))
+    if request.prompt_tokens is not None and request.mode == "inference":
+        rows.append((_form_label("prompt"), _n(request.prompt_tokens)))
+    if request.train_tokens is not None and request.mode != "inference":
+        rows.append((_form_label("train_b"), _figure(request.train_tokens / 1e9)))
+    if request.price_per_gpu_hour is not None:
+        rows.append((_form_label("price"), _figure(request.price_per_gpu_hour)))
+    if request.host_memory_bandwidth_gb_s is not None and request.runtime == "llama_cpp":
+        rows.append((_form_label("ram_bw"), _figure(request.host_memory_bandwidth_gb_s)))
+    if host_ram_gb is not None:
+        rows.append((_form_label("ram"), _figure(host_ram_gb)))
+    return rows
+
+
+def _runtime_inputs(
+    request: EstimateRequest, *, gpu_name: str | None, host_ram_gb: float | None = None
+) -> list[tuple[str, str]]:
     """The settings of a serving runtime, under the names its command line uses."""
     from calculator.estimator.core import llama_cpp_options
 
@@ -781,6 +1025,9 @@ def _runtime_inputs(request: EstimateRequest, *, gpu_name: str | None) -> list[t
             rows.append(("--max-num-batched-tokens", _n(settings.max_num_batched_tokens)))
         if settings.enforce_eager:
             rows.append(("--enforce-eager", str(_("yes"))))
+        if settings.block_size != 16:
+            rows.append(("--block-size", _n(settings.block_size)))
+    rows += _speed_inputs(request, host_ram_gb)
     if gpu_name:
         rows.append((str(_("GPU")), gpu_name))
     return rows

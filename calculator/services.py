@@ -13,10 +13,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from calculator.estimator import Architecture, ConfigError, EstimateRequest, EstimateResult
+from calculator.calculation import Calculation
+from calculator.estimator import Architecture, ConfigError
 from calculator.models import (
-    GpuSpec,
-    ModelPreset,
     PastedConfig,
     SavedResult,
     alias_key,
@@ -24,6 +23,7 @@ from calculator.models import (
     json_safe,
     pasted_config_id,
 )
+from calculator.snapshots import saved_figures
 
 PRESETS_DIR = Path(settings.BASE_DIR) / "presets"
 
@@ -299,17 +299,13 @@ def stored_rows_prune(*, now: datetime | None = None) -> int:
     return int(removed + more)
 
 
-def saved_result_create(
-    *,
-    query: str,
-    request: EstimateRequest,
-    result: EstimateResult,
-    preset: ModelPreset | None,
-    gpu: GpuSpec | None,
-    owner: str,
-) -> SavedResult:
-    """Freeze a result behind an unguessable short id; later edits cannot change what it shows.
-    Raises ``StorageFull`` when no row can be stored for this client."""
+def saved_result_create(*, query: str, calculation: Calculation, owner: str) -> SavedResult:
+    """Freeze a result behind an unguessable short id, with everything its page shows (the
+    speed, the card, the RAM given: ``calculator.snapshots``); later edits of the catalogue
+    cannot change what it shows. Raises ``StorageFull`` when no row can be stored for this
+    client."""
+    request, result = calculation.request, calculation.result
+    preset, gpu = calculation.preset, calculation.gpu
     stored_rows_prune()
     with transaction.atomic():
         _make_room(
@@ -326,9 +322,10 @@ def saved_result_create(
             preset=preset,
             preset_name=preset.display_name if preset else "",
             preset_config_hash=config_hash(preset.config) if preset else "",
-            gpu_name=gpu.name if gpu else "",
+            gpu_name=str(gpu.name) if gpu else "",
             gpu_usable_bytes=gpu.usable_bytes if gpu else None,
             gpu_nominal_bytes=gpu.nominal_bytes if gpu else None,
+            calculation_json=saved_figures(calculation),
             owner=owner,
         )
 

@@ -29,10 +29,10 @@ from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError as PydanticValidationError
 
 from calculator import forms as forms_module
-from calculator import presenters, ratelimit, reverse
+from calculator import ratelimit, reverse
 from calculator.calculation import Calculation, Card, own_card, request_on_card
 from calculator.clients import owner_key
-from calculator.estimator import ConfigError, ConfigModel, EstimateResult
+from calculator.estimator import ConfigError, ConfigModel
 from calculator.forms import (
     CUSTOM_FIELDS,
     DEFAULTS,
@@ -46,7 +46,7 @@ from calculator.forms import (
 from calculator.hub import HubError, hub_resolve
 from calculator.l10n import fragment_language
 from calculator.limits import hub_import_allowed, within_rate
-from calculator.models import GpuSpec, ModelPreset, SavedResult, config_hash
+from calculator.models import ModelPreset, SavedResult, config_hash
 from calculator.page_cache import page_cache_get, page_cache_key, page_cache_set
 from calculator.selectors import (
     SNAPSHOT,
@@ -63,6 +63,7 @@ from calculator.services import (
     pasted_config_stored,
     saved_result_create,
 )
+from calculator.snapshots import saved_calculation
 
 logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 16_000
@@ -439,15 +440,7 @@ def _calculate(
         logger.exception("estimate failed on bounded input")
         attach_estimator_error(form, error)
         return context
-    context.update(
-        calculation=calculation,
-        gpu=gpu,
-        request_obj=calculation.request,
-        result=calculation.result,
-        arch=calculation.arch,
-    )
-    if part != "more":
-        context.update(calculation.first_view())
+    context.update(calculation.result_context(first_view=part != "more"))
     if part == "first":
         context["more_deferred"] = True
         return context
@@ -538,12 +531,7 @@ def save_result(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest(_("This result cannot be saved: fix the form first."))
     try:
         saved = saved_result_create(
-            query=query,
-            request=context["request_obj"],
-            result=context["result"],
-            preset=context.get("preset"),
-            gpu=context.get("gpu") if isinstance(context.get("gpu"), GpuSpec) else None,
-            owner=owner_key(request),
+            query=query, calculation=context["calculation"], owner=owner_key(request)
         )
     except StorageFull:
         notice = _(
@@ -565,82 +553,42 @@ def _not_saved(
 
 @require_GET
 def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
+    """A saved link: the result as the live page showed it when it was saved, rendered by the
+    live page's code from the stored figures (``calculator.snapshots``), and its exports."""
     snapshot = get_object_or_404(SavedResult, pk=saved_id)
-    result = EstimateResult.model_validate(snapshot.result_json)
-    rows = presenters.breakdown_rows(result)
-    context: dict[str, Any] = {"snapshot": snapshot, "result": result, "rows": rows}
-    scale = result.total_bytes
-    verdict = None
-    stored_request = _stored_request(snapshot)
-    if snapshot.gpu_usable_bytes:
-        scale = max(scale, snapshot.gpu_usable_bytes)
-        # As the live page judges it: vLLM starts only when one request fits its pool.
-        vllm_settings = getattr(stored_request, "vllm", None)
-        verdict = presenters.runtime_verdict(
-            result,
-            snapshot.gpu_usable_bytes,
-            snapshot.gpu_nominal_bytes or 0,
-            block_size=vllm_settings.block_size if vllm_settings else 16,
-        )
-        context["verdict"] = verdict
-        context["gpu"] = {"name": snapshot.gpu_name}
-        context["capacity_x"] = 1000.0 * snapshot.gpu_usable_bytes / scale
-    context["segments"] = presenters.chart_segments(rows, scale)
+    with fragment_language():
+        return _saved(request, snapshot)
+
+
+def _saved(request: HttpRequest, snapshot: SavedResult) -> HttpResponse:
     preset = snapshot.preset
-    context["preset"] = {"display_name": snapshot.preset_name} if snapshot.preset_name else None
-    context["preset_changed"] = bool(snapshot.preset_name) and (
-        preset is None or config_hash(preset.config) != snapshot.preset_config_hash
-    )
-    name = snapshot.preset_name or str(_("Custom model"))
-    if stored_request is not None:
-        context["inputs"] = presenters.inputs_summary(
-            stored_request, gpu_name=snapshot.gpu_name or None
-        )
+    context: dict[str, Any] = {
+        "snapshot": snapshot,
+        # The links in the result (as on the live page) start from the saved permalink.
+        "query": QueryDict(snapshot.query),
+        "preset_changed": bool(snapshot.preset_name)
+        and (preset is None or config_hash(preset.config) != snapshot.preset_config_hash),
+    }
+    calculation = saved_calculation(snapshot=snapshot)
+    if calculation is None:
+        # Stored by a version whose request or result this one cannot read: the page says so
+        # and links to the calculator, which recomputes it.
+        return render(request, "calculator/saved.html", context)
+    context.update(calculation.result_context())
+    context["inputs"] = calculation.inputs
     export = request.GET.get("format")
-    if export in {"json", "md"} and stored_request is not None:
+    if export in {"json", "md"}:
         link = request.build_absolute_uri(request.path)
-        if export == "json":
-            payload = presenters.result_payload(
-                result,
-                stored_request,
-                model_name=name,
-                preset_slug=preset.slug if preset else None,
-                hf_repo=preset.hf_repo if preset else None,
-                model_type=str(
-                    (snapshot.request_json.get("model") or {}).get("config", {}).get("model_type")
-                    or "custom"
-                ),
+        if export == "md":
+            return HttpResponse(
+                calculation.markdown(link=link), content_type="text/markdown; charset=utf-8"
             )
-            payload.update(permalink=link, saved_at=snapshot.created_at.isoformat())
-            if verdict is not None:
-                payload["verdict"] = presenters.verdict_payload(
-                    result, verdict, gpu_slug=None, gpu_name=snapshot.gpu_name
-                )
-            response: HttpResponse = JsonResponse(payload)
-            response["Content-Disposition"] = 'attachment; filename="vram-estimate.json"'
-            return response
-        text = presenters.markdown(
-            result,
-            rows,
-            title=name,
-            gpu_name=snapshot.gpu_name or None,
-            verdict=verdict,
-            link=link,
-            inputs=context.get("inputs", []),
-        )
-        return HttpResponse(text, content_type="text/markdown; charset=utf-8")
+        payload = calculation.payload(permalink=link)
+        payload["saved_at"] = snapshot.created_at.isoformat()
+        response: HttpResponse = JsonResponse(payload)
+        response["Content-Disposition"] = 'attachment; filename="vram-estimate.json"'
+        return response
     return render(request, "calculator/saved.html", context)
-
-
-def _stored_request(snapshot: SavedResult) -> Any:
-    """The request a snapshot was computed from, without re-reading the model."""
-    from calculator.estimator import EstimateRequest
-
-    fields = {key: value for key, value in snapshot.request_json.items() if key != "model"}
-    try:
-        return EstimateRequest.model_validate({**fields, "model": {"config": {}}})
-    except (PydanticValidationError, ValueError):
-        return None
 
 
 @require_GET

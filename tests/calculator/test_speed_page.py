@@ -80,8 +80,8 @@ def test_a_memory_size_alone_has_no_speed(client):
 
 
 def test_a_saved_result_on_a_catalogue_gpu_does_not_ask_for_one(client):
-    """A snapshot keeps the GPU's name and memory but no speed: the page must not tell the
-    visitor to choose a catalogue GPU, which they did."""
+    """A snapshot keeps the GPU's name and memory: the page must not tell the visitor to
+    choose a catalogue GPU, which they did."""
     location = client.post("/r/", {"query": "model=Llama+3.1+8B&gpu=rtx-4090-24gb"})["Location"]
     saved = client.get(location)
     assert "Fits on NVIDIA GeForce RTX 4090" in text(saved)
