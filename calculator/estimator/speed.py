@@ -354,6 +354,10 @@ class _Traffic(_Frozen):
     weight_host_bytes: float
     kv_bytes_per_token: float = Field(description="Per sequence and context token, all GPUs.")
     kv_host_share: float = 0.0
+    kv_window_share: float = Field(
+        default=0.0, description="Share of kv_bytes_per_token in sliding-window layers."
+    )
+    kv_window_tokens: int | None = Field(default=None, description="Their window, in tokens.")
     total_params: int
     active_params: int
     precision: str
@@ -402,9 +406,9 @@ def _traffic(
             tensor_parallel=1,
             sequential_gpus=1,
         )
-    weights_per_gpu = vllm.weights if (runtime == "vllm" and vllm is not None) else None
-    if weights_per_gpu is None:
-        weights_per_gpu = result.breakdown.weights
+    if runtime == "vllm" and vllm is not None:
+        return _vllm_traffic(arch, request, result, vllm)
+    weights_per_gpu = result.breakdown.weights
     tokens = max(1, request.batch_size * request.seq_len)
     kv_per_token = result.breakdown.kv_cache * tp / tokens
     # Without tensor parallelism, transformers' device_map="auto" places layer ranges on the GPUs
@@ -422,6 +426,36 @@ def _traffic(
     )
 
 
+def _vllm_traffic(
+    arch: Architecture, request: EstimateRequest, result: EstimateResult, vllm: VllmResult
+) -> _Traffic:
+    """vLLM reserves its KV pool at start-up, but a decode step reads only the blocks of the
+    sequences it decodes: PagedAttention fetches every cached block of each sequence (Kwon et
+    al. 2023, arXiv:2309.06180 §4.1), so the read is the per-token KV size times the context,
+    capped at the window in sliding-window layers."""
+    tp = request.tensor_parallel
+    sliding = arch.sliding_layer_count if arch.sliding_window else 0
+    return _Traffic(
+        weight_gpu_bytes=vllm.weights * tp,
+        weight_host_bytes=0.0,
+        kv_bytes_per_token=vllm.kv_bytes_per_token * tp,
+        kv_window_share=sliding / arch.num_layers if arch.num_layers else 0.0,
+        kv_window_tokens=arch.sliding_window if sliding else None,
+        total_params=result.params_total,
+        active_params=result.params_active,
+        precision=request.precision,
+        tensor_parallel=tp,
+        sequential_gpus=1,
+    )
+
+
+def kv_read_tokens(traffic: _Traffic, context: float) -> float:
+    """Context tokens whose K and V one step reads per sequence, in units of all layers' KV:
+    full-attention layers read the whole context, sliding-window layers at most their window."""
+    windowed = min(context, traffic.kv_window_tokens or context)
+    return context * (1 - traffic.kv_window_share) + windowed * traffic.kv_window_share
+
+
 def _decode_step(
     arch: Architecture,
     traffic: _Traffic,
@@ -436,7 +470,7 @@ def _decode_step(
     """Seconds for one decode step of ``batch`` sequences with ``context`` tokens cached each."""
     tp = traffic.tensor_parallel
     share = weight_read_fraction(arch, traffic.total_params, traffic.active_params, batch)
-    kv = traffic.kv_bytes_per_token * context * batch
+    kv = traffic.kv_bytes_per_token * kv_read_tokens(traffic, context) * batch
     gpu_bytes = (traffic.weight_gpu_bytes * share + kv * (1 - traffic.kv_host_share)) / tp
     host_bytes = traffic.weight_host_bytes * share + kv * traffic.kv_host_share
     flops = batch * forward_flops_per_token(arch, traffic.active_params, context) / tp

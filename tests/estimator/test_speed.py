@@ -70,6 +70,42 @@ def test_decode_at_full_context_also_reads_the_kv_cache():
     assert speed.decode_tokens_per_s_full_context == pytest.approx(1 / 0.0349966, rel=1e-4)
 
 
+def vllm_llama3_8b(seq_len: int, utilization: float = 0.9):
+    arch = architecture("llama-3-8b")
+    settings = {
+        "gpu_memory_bytes": 80 * 2**30,
+        "max_model_len": seq_len,
+        "gpu_memory_utilization": utilization,
+    }
+    request = request_for("llama-3-8b", seq_len=seq_len, runtime="vllm", vllm=settings)
+    result = estimate(request)
+    speed = estimate_speed(arch, request, result, H100_SXM, runtime="vllm", vllm=result.vllm)
+    return result, speed
+
+
+def test_vllm_decode_reads_the_sequences_kv_cache_not_its_whole_pool():
+    # PagedAttention reads each cached block of the sequence (Kwon et al. 2023 §4.1): 131,072 KV
+    # bytes per token (see above) times the context, not the pool vLLM reserved at start-up.
+    short_result, short = vllm_llama3_8b(1024)
+    _, long = vllm_llama3_8b(32768)
+    eff = efficiency_for("vllm", "cuda", "hbm")
+    # Hand calculation: (32,768 - 1,024) × 131,072 bytes more per step, at 3350 GB/s × the
+    # fitted decode share; the weights and the fixed step cost cancel out.
+    extra_s = (32768 - 1024) * 131_072 / (3350e9 * eff.decode_bandwidth)
+    assert (
+        1 / long.decode_tokens_per_s_full_context - 1 / short.decode_tokens_per_s_full_context
+        == (pytest.approx(extra_s, rel=1e-3))
+    )
+    # Empty context: the weights alone, whatever the context chosen.
+    weights_s = short_result.vllm.weights / (3350e9 * eff.decode_bandwidth) + eff.step_overhead_s
+    assert short.decode_tokens_per_s == pytest.approx(1 / weights_s, rel=1e-3)
+    # A bigger pool (more memory for vLLM) holds more tokens but reads no more per step.
+    _, roomy = vllm_llama3_8b(32768, utilization=0.95)
+    assert roomy.decode_tokens_per_s_full_context == pytest.approx(
+        long.decode_tokens_per_s_full_context, rel=1e-6
+    )
+
+
 def test_batched_decode_turns_compute_bound():
     arch, request, result = llama3_8b(seq_len=256, batch_size=512)
     fast = Efficiency(decode_bandwidth=1.0, prefill_compute=1.0, step_overhead_s=0.0)
