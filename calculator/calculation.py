@@ -35,15 +35,13 @@ from calculator.estimator.runtimes import (
     most_gpu_layers_that_fit,
 )
 from calculator.estimator.runtimes.vllm import VllmOptions, weights_bytes
-from calculator.estimator.speed import SpeedResult, estimate_speed, speed_series
+from calculator.estimator.speed import GPUS_PER_NODE, SpeedResult, estimate_speed, speed_series
 from calculator.models import GpuSpec, ModelPreset
 from calculator.selectors import CatalogueSnapshot, gpu_performance
 
 # Contexts at which the page lists vLLM's concurrency (up to the model's window).
 CONCURRENCY_CONTEXTS = (2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072, 262_144, 1_048_576)
 TENSOR_PARALLEL_STEPS = (1, 2, 4, 8)
-# GPUs per machine when a job spans several (DGX/HGX nodes hold eight), for the RAM they share.
-GPUS_PER_NODE = 8
 
 
 @dataclass(frozen=True)
