@@ -176,6 +176,7 @@ class Calculation:
             "speed_unavailable": self.speed_unavailable,
             "run_verdict": self.run_verdict,
             "host_need_bytes": self.host_need_bytes,
+            "host_components": self.host_components,
             "gpus_per_machine": self.gpus_per_machine,
             "host_verdict": self.host_verdict,
             "ready_commands": self.ready_commands,
@@ -197,6 +198,23 @@ class Calculation:
     def host_need_bytes(self) -> int:
         """CPU RAM one machine needs for what is kept there (offload, llama.cpp host layers)."""
         return self.result.host_bytes * self.gpus_per_machine
+
+    @cached_property
+    def host_components(self) -> list[tuple[Any, int]]:
+        """What one GPU's process keeps in system RAM, by component (offloaded training state),
+        so the RAM's figure reads against the GPU breakdown it came from."""
+        host = self.result.host_breakdown
+        if self.result.llama_cpp is not None:
+            return []
+        labels = {
+            **presenters.COMPONENT_LABELS,
+            "parameters": presenters.COMPONENT_LABELS["weights"],
+        }
+        return [
+            (labels[name], value)
+            for name, value in host.model_dump().items()
+            if name != "pinned" and value
+        ]
 
     @cached_property
     def host_verdict(self) -> dict[str, Any] | None:

@@ -119,3 +119,5 @@ def test_deepspeed_zero3_counts_its_fp32_optimizer_on_the_gpu_and_in_ram_alike(c
     assert host.master_weights + host.optimizer_states == states
     assert "System RAM: 14.96 GiB per GPU" in text(offloaded)
     assert "119.66 GiB for the 8 GPU(s) of one machine" in text(offloaded)
+    # Per GPU, as the GPU breakdown showed them: 8 × P / 8 and 4 × P / 8 bytes, in GiB.
+    assert "Optimizer states 7.48 GiB, FP32 master weights 3.74 GiB" in text(offloaded)
