@@ -147,3 +147,11 @@ def test_a_memory_size_alone_says_why_it_has_no_speed_in_the_api(client):
     api = client.get("/api/v1/estimate?model=Llama+3.1+8B&vram=24").json()
     assert api["speed"] is None
     assert api["speed_unavailable"] == "no_catalogue_gpu"
+
+
+def test_the_openapi_description_documents_the_combined_answer(client):
+    schemas = client.get("/api/v1/openapi.json").json()["components"]["schemas"]
+    verdict = schemas["Verdict"]["properties"]
+    assert {"fits", "runs", "fit_state"} <= set(verdict)
+    assert verdict["fit_state"]["enum"] == ["fits", "gpu_short", "ram_short", "gpu_and_ram_short"]
+    assert "speed_unavailable" in schemas["ApiEstimateResponse"]["properties"]
