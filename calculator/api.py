@@ -7,7 +7,7 @@ drift apart.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from csp.decorators import csp_exempt
 from django import forms
@@ -115,8 +115,16 @@ class Verdict(Schema):
     gpu: str | None = Field(description="The GPU slug; null for a memory amount (vram).")
     gpu_name: str
     usable_bytes: int = Field(description="Memory the card exposes to programs.")
-    fits: bool
+    fits: bool = Field(description="The GPU alone: whether its part fits the card.")
     headroom_bytes: int = Field(description="Usable minus total; negative when it does not fit.")
+    runs: bool = Field(
+        description="The answer for the whole setup: the GPU's part fits the card and, with "
+        "ram_gb, what is kept in system RAM (host_verdict) fits the machine."
+    )
+    fit_state: Literal["fits", "gpu_short", "ram_short", "gpu_and_ram_short"] = Field(
+        description="Which memory is short when it does not run: the GPU's, the machine's RAM, "
+        "or both; 'fits' when it runs."
+    )
 
 
 class HostVerdict(Schema):
@@ -161,7 +169,15 @@ class ApiEstimateResponse(EstimateResult):
     speed: SpeedResult | None = Field(
         default=None,
         description="Tokens per second, time to first token and training time on the chosen "
-        "catalogue GPU(s) (null without one): a roofline per phase with fitted efficiencies.",
+        "catalogue GPU(s), for a setup that runs (verdict.runs); null otherwise, "
+        "speed_unavailable says why. A roofline per phase with fitted efficiencies.",
+    )
+    speed_unavailable: (
+        Literal["no_catalogue_gpu", "gpu_short", "ram_short", "gpu_and_ram_short"] | None
+    ) = Field(
+        default=None,
+        description="Why speed is null: no catalogue GPU was chosen (a memory size alone has "
+        "no speed), or the setup does not run (verdict.fit_state).",
     )
     host_verdict: HostVerdict | None = Field(
         default=None, description="With ram_gb: the machine's RAM against what is kept there."

@@ -29,21 +29,20 @@ from calculator.estimator.core import llama_cpp_layout, llama_cpp_options, vllm_
 from calculator.estimator.runtimes import (
     commands,
     concurrency_at,
+    estimate_llama_cpp,
     estimate_vllm,
     longest_context_full_offload,
     longest_max_model_len,
     most_gpu_layers_that_fit,
 )
 from calculator.estimator.runtimes.vllm import VllmOptions, weights_bytes
-from calculator.estimator.speed import SpeedResult, estimate_speed, speed_series
+from calculator.estimator.speed import GPUS_PER_NODE, SpeedResult, estimate_speed, speed_series
 from calculator.models import GpuSpec, ModelPreset
 from calculator.selectors import CatalogueSnapshot, gpu_performance
 
 # Contexts at which the page lists vLLM's concurrency (up to the model's window).
 CONCURRENCY_CONTEXTS = (2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072, 262_144, 1_048_576)
 TENSOR_PARALLEL_STEPS = (1, 2, 4, 8)
-# GPUs per machine when a job spans several (DGX/HGX nodes hold eight), for the RAM they share.
-GPUS_PER_NODE = 8
 
 
 @dataclass(frozen=True)
@@ -150,6 +149,13 @@ class Calculation:
         )
 
     @cached_property
+    def run_verdict(self) -> presenters.RunVerdict | None:
+        """The card and the machine's RAM together: the one answer every surface gives."""
+        if self.verdict is None:
+            return None
+        return presenters.run_verdict(self.verdict, self.host_verdict)
+
+    @cached_property
     def context_beyond(self) -> int | None:
         return presenters.context_warning(self.context_tokens, self.arch.max_position_embeddings)
 
@@ -171,7 +177,10 @@ class Calculation:
             "runtime_buffers": self.runtime_buffers,
             "checkpoint_mismatch": self.checkpoint_mismatch,
             "speed": self.speed,
+            "speed_unavailable": self.speed_unavailable,
+            "run_verdict": self.run_verdict,
             "host_need_bytes": self.host_need_bytes,
+            "host_components": self.host_components,
             "gpus_per_machine": self.gpus_per_machine,
             "host_verdict": self.host_verdict,
             "ready_commands": self.ready_commands,
@@ -220,6 +229,23 @@ class Calculation:
         return self.result.host_bytes * self.gpus_per_machine
 
     @cached_property
+    def host_components(self) -> list[tuple[Any, int]]:
+        """What one GPU's process keeps in system RAM, by component (offloaded training state),
+        so the RAM's figure reads against the GPU breakdown it came from."""
+        host = self.result.host_breakdown
+        if self.result.llama_cpp is not None:
+            return []
+        labels = {
+            **presenters.COMPONENT_LABELS,
+            "parameters": presenters.COMPONENT_LABELS["weights"],
+        }
+        return [
+            (labels[name], value)
+            for name, value in host.model_dump().items()
+            if name != "pinned" and value
+        ]
+
+    @cached_property
     def host_verdict(self) -> dict[str, Any] | None:
         """The machine's RAM against what the run keeps there, when the visitor gave it."""
         if not self.host_ram_gb or not self.host_need_bytes:
@@ -241,10 +267,22 @@ class Calculation:
         return gpu_performance(gpu=self.gpu, count=self.request.num_gpus)
 
     @cached_property
+    def speed_unavailable(self) -> str | None:
+        """Why no speed is given: no catalogue GPU to time it on, or a setup that does not run
+        (its ``fit_state``): a speed for memory that is not there would be no one's speed."""
+        if self.gpu_performance is None:
+            return "no_catalogue_gpu"
+        run = self.run_verdict
+        if run is not None and not run.runs:
+            return run.fit_state
+        return None
+
+    @cached_property
     def speed(self) -> SpeedResult | None:
-        """Tokens per second (and training time) on the chosen GPUs: a roofline per phase."""
+        """Tokens per second (and training time) on the chosen GPUs: a roofline per phase, for
+        a setup that runs."""
         performance = self.gpu_performance
-        if performance is None:
+        if performance is None or self.speed_unavailable is not None:
             return None
         request = self.request
         return estimate_speed(
@@ -282,7 +320,7 @@ class Calculation:
             if self.result.llama_cpp is not None:
                 charts["chart_slots"] = llama_cpp_options(self.request).n_parallel
         performance = self.gpu_performance
-        if performance is not None and self.request.mode == "inference":
+        if self.speed is not None and self.request.mode == "inference":
             throughput = speed_series(
                 self.arch,
                 self.request,
@@ -588,12 +626,24 @@ class Calculation:
             layout = llama_cpp_layout(self.request)
             layers = most_gpu_layers_that_fit(self.arch, options, room, layout=layout)
             longest = longest_context_full_offload(self.arch, options, room, layout=layout)
+            # Fewer layers on the GPU leave more in RAM, so the most the GPU holds is also the
+            # split that needs the least RAM: when even it needs more than the machine has, no
+            # -ngl runs there.
+            ram_short = None
+            if layers and self.host_ram_gb:
+                trial = options.model_copy(update={"n_gpu_layers": layers})
+                need = estimate_llama_cpp(self.arch, trial, layout=layout).host_bytes
+                have = int(self.host_ram_gb * 1e9)
+                if need > have:
+                    ram_short = {"layers": layers, "need_bytes": need, "have_bytes": have}
+                    layers = 0
             context["llama_levers"] = {
                 "gpu_layers": layers,
                 "all_layers": self.arch.num_layers + 1,
                 "n_ctx": longest,
                 "seq": longest // options.n_parallel if longest else 0,
                 "host_bytes": self.result.host_bytes,
+                "ram_short": ram_short,
             }
         if self.catalogue is not None:
             context["fits"] = presenters.gpu_fits(
@@ -696,10 +746,15 @@ class Calculation:
         body["verdict"] = None
         if self.gpu is not None and self.verdict is not None:
             body["verdict"] = presenters.verdict_payload(
-                self.result, self.verdict, gpu_slug=self.gpu.slug, gpu_name=str(self.gpu.name)
+                self.result,
+                self.verdict,
+                gpu_slug=self.gpu.slug,
+                gpu_name=str(self.gpu.name),
+                run=self.run_verdict,
             )
         body["commands"] = {command.key: command.text for command in self.ready_commands}
         body["speed"] = self.speed.model_dump(mode="json") if self.speed else None
+        body["speed_unavailable"] = self.speed_unavailable
         body["host_verdict"] = self.host_verdict
         # The page's RAM field, under the API's name for it (not an estimator input).
         inputs = body["inputs"]
@@ -720,6 +775,7 @@ class Calculation:
             link=link,
             inputs=self.inputs,
             notes=presenters.result_notes(self.result_context()),
+            run=self.run_verdict,
         )
 
 

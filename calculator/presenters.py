@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
@@ -281,6 +281,34 @@ class Verdict:
     shortfall_bytes: int
 
 
+FitState = Literal["fits", "gpu_short", "ram_short", "gpu_and_ram_short"]
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """Whether the setup runs: the card's verdict and the machine's RAM, together."""
+
+    runs: bool
+    fit_state: FitState
+    gpu_fits: bool
+    ram_fits: bool | None
+    """None when no RAM was given or nothing is kept there."""
+
+
+def run_verdict(gpu: Verdict, host: dict[str, Any] | None) -> RunVerdict:
+    """One answer for the page, the exports and the API: the setup runs when the GPU holds its
+    part (``runtime_verdict``) and the machine's RAM holds the rest (offloaded states, llama.cpp's
+    host layers); otherwise it does not, and ``fit_state`` says which memory is short."""
+    ram_fits = None if host is None else bool(host["fits"])
+    ram_short = ram_fits is False
+    state: FitState
+    if gpu.fits:
+        state = "ram_short" if ram_short else "fits"
+    else:
+        state = "gpu_and_ram_short" if ram_short else "gpu_short"
+    return RunVerdict(state == "fits", state, gpu.fits, ram_fits)
+
+
 def vllm_start_bytes(result: EstimateResult) -> int:
     """What vLLM needs free when it starts: its ``gpu_memory_utilization`` share of the card
     beside the CUDA context it has already created (vLLM refuses to start otherwise,
@@ -537,6 +565,7 @@ def markdown(
     link: str,
     inputs: list[tuple[str, str]] = (),  # type: ignore[assignment]
     notes: list[str] = (),  # type: ignore[assignment]
+    run: RunVerdict | None = None,
 ) -> str:
     """A Markdown summary to paste into an issue or a notebook, in the active language, with
     numbers rounded and formatted as the page shows them."""
@@ -562,6 +591,10 @@ def markdown(
     ]
     if verdict is not None and gpu_name:
         state = _("fits") if verdict.fits else _("does not fit")
+        if run is not None and run.fit_state == "ram_short":
+            state = _("does not fit: system RAM is short")
+        elif run is not None and run.fit_state == "gpu_and_ram_short":
+            state = _("does not fit: GPU memory and system RAM are short")
         usable = fmt_gib(verdict.usable_bytes)
         lines.append(
             _("%(gpu)s: %(state)s (%(usable)s GiB usable).")
@@ -1042,17 +1075,26 @@ def _yes_no(value: bool) -> str:
 
 
 def verdict_payload(
-    result: EstimateResult, verdict: Verdict, *, gpu_slug: str | None, gpu_name: str
+    result: EstimateResult,
+    verdict: Verdict,
+    *,
+    gpu_slug: str | None,
+    gpu_name: str,
+    run: RunVerdict | None = None,
 ) -> dict[str, object]:
     """The fit verdict as the JSON export, a saved link's export and the API give it: ``fits``
     as the runtime decides (``runtime_verdict``), the headroom against what it needs at start
-    (vLLM: its share of the card, not the total)."""
+    (vLLM: its share of the card, not the total); ``runs`` and ``fit_state`` the answer with the
+    machine's RAM (``run_verdict``; without RAM given, the card's alone)."""
+    run = run or run_verdict(verdict, None)
     return {
         "gpu": gpu_slug or None,
         "gpu_name": gpu_name,
         "usable_bytes": verdict.usable_bytes,
         "fits": verdict.fits,
         "headroom_bytes": verdict.usable_bytes - vllm_start_bytes(result),
+        "runs": run.runs,
+        "fit_state": run.fit_state,
     }
 
 

@@ -30,6 +30,9 @@ class SavedFigures(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     speed: dict[str, Any] | None = None
+    # Why there was no speed (Calculation.speed_unavailable); None with a speed, or for rows
+    # saved before it was kept (then derived from the stored verdict).
+    speed_unavailable: str | None = None
     host_ram_gb: float | None = None
     gpu_slug: str = ""
     # The memory typed as "my card's memory": the card's name is written in the reader's language.
@@ -44,6 +47,7 @@ def saved_figures(calculation: Calculation) -> dict[str, Any]:
     gpu, preset, speed = calculation.gpu, calculation.preset, calculation.speed
     return SavedFigures(
         speed=speed.model_dump(mode="json") if speed is not None else None,
+        speed_unavailable=calculation.speed_unavailable,
         host_ram_gb=calculation.host_ram_gb,
         gpu_slug=(gpu.slug or "") if gpu is not None else "",
         own_card_gb=gpu.gb if isinstance(gpu, OwnCard) else None,
@@ -63,16 +67,30 @@ class SavedCalculation(Calculation):
         *,
         result: EstimateResult,
         speed: SpeedResult | None,
+        speed_unavailable: str | None = None,
         gpu: Card | None,
         preset: ModelPreset | None,
         host_ram_gb: float | None,
     ) -> None:
         super().__init__(request, gpu=gpu, preset=preset, host_ram_gb=host_ram_gb, result=result)
         self.saved_speed = speed
+        self.saved_speed_unavailable = speed_unavailable
 
     @cached_property
     def speed(self) -> SpeedResult | None:
         return self.saved_speed
+
+    @cached_property
+    def speed_unavailable(self) -> str | None:
+        if self.saved_speed is not None:
+            return None
+        if self.saved_speed_unavailable is not None:
+            return self.saved_speed_unavailable
+        # An older row: a card with no stored speed was a memory amount, or did not run.
+        run = self.run_verdict
+        if run is not None and not run.runs:
+            return run.fit_state
+        return "no_catalogue_gpu"
 
 
 def saved_calculation(*, snapshot: SavedResult) -> SavedCalculation | None:
@@ -86,6 +104,7 @@ def saved_calculation(*, snapshot: SavedResult) -> SavedCalculation | None:
             request,
             result=result,
             speed=_speed(figures),
+            speed_unavailable=figures.speed_unavailable,
             gpu=_card(snapshot, figures),
             preset=_preset(snapshot, figures),
             host_ram_gb=figures.host_ram_gb,

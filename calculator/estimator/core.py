@@ -26,7 +26,10 @@ from calculator.estimator.loss import (
 from calculator.estimator.messages import gettext_noop
 from calculator.estimator.optimizer import (
     BNB_MIN_8BIT_SIZE,
+    DEEPSPEED_MEMORY_DOCS,
     adafactor_state_elements,
+    fp32_gradient_bytes,
+    fp32_master_bytes,
     optimizer_profile,
 )
 from calculator.estimator.overheads import (
@@ -747,6 +750,8 @@ def _training(
         else BYTES_PER_ELEMENT[compute_dtype(request.precision)]
     )
     adapter_bytes = p if (lora and stack.adapters_in_compute_dtype) else FP32
+    # DeepSpeed trains 16-bit weights through an fp32 optimizer (master weights and states).
+    fp32_partitions = stack.fp32_optimizer_partitions and not lora and param_bytes < FP32
     if lora and stack.adapters_in_compute_dtype:
         notes.add(
             gettext_noop(
@@ -787,7 +792,8 @@ def _training(
             ),
             gettext_noop("PyTorch DistributedDataParallel docs, gradient_as_bucket_view"),
         )
-    profile = optimizer_profile(request.optimizer, trainable_bytes, switches.optimizer_impl)
+    state_dtype_bytes = FP32 if fp32_partitions else trainable_bytes
+    profile = optimizer_profile(request.optimizer, state_dtype_bytes, switches.optimizer_impl)
     if request.optimizer == "adafactor":
         shapes = [
             (d_in, d_out, copies * count)
@@ -807,7 +813,7 @@ def _training(
             )
         optimizer_states = state_bytes / plan.optimizer_shards
     step_temp = (
-        trainable_local * trainable_bytes * profile.step_temp_fraction / plan.optimizer_shards
+        trainable_local * state_dtype_bytes * profile.step_temp_fraction / plan.optimizer_shards
         + _largest_trainable_tensor(arch, lora=lora, rank=request.lora.rank, plan=plan)
         * trainable_bytes
         * profile.step_temp_largest_tensors
@@ -846,13 +852,33 @@ def _training(
         # The fp32 master weights are part of the optimizer state ZeRO-1 already partitions
         # (Rajbhandari et al. 2020, arXiv:1910.02054 §5.1: K = 12 bytes of master, momentum and
         # variance per parameter; Megatron's distributed optimizer likewise, Megatron-LM#654).
-        master = base.data / plan.optimizer_shards
+        # base.data is already this GPU's ZeRO-3 shard: undo it before the optimizer's split.
+        master = base.data * plan.parameter_shards / plan.optimizer_shards
         weights_resident = 0.0
         working_copies = min(arch.linear_params, params) / plan.tp * p
         if plan.zero_stage == 3:
             working_copies = 2 * arch.largest_layer_params / plan.tp * p
     else:
         weights_resident = float(base.data)
+    step_gradients = gradients
+    if fp32_partitions:
+        master = fp32_master_bytes(trainable_local, plan.optimizer_shards)
+        # The rank's 16-bit gradient partition becomes fp32 for the update.
+        step_gradients = (
+            gradients
+            - trainable_local * trainable_bytes / plan.optimizer_shards
+            + fp32_gradient_bytes(trainable_local, plan.optimizer_shards)
+        )
+        notes.add(
+            gettext_noop(
+                "%(stack)s with 16-bit weights: fp32 master weights and fp32 optimizer states, "
+                "%(shards)s-way partitioned (12 bytes per parameter for Adam); the gradients "
+                "are converted to fp32 for the step."
+            ),
+            "Rajbhandari et al. 2020 (arXiv:1910.02054) §5.1; " + DEEPSPEED_MEMORY_DOCS,
+            stack=stack.label,
+            shards=plan.optimizer_shards,
+        )
     gather = 0.0
     if plan.zero_stage == 3 or switches.parameter_offload:
         gather = (
@@ -888,9 +914,11 @@ def _training(
         trainable_bytes=trainable_bytes,
         optimizer_states=optimizer_states,
         master=master,
-        weights=weights_resident + master,
+        # DeepSpeed's offload_param moves the 16-bit partition; its master stays the optimizer's.
+        weights=weights_resident + (0.0 if fp32_partitions else master),
         lora=lora,
         notes=notes,
+        host_gradient_bytes=FP32 if fp32_partitions else trainable_bytes,
     )
     if switches.optimizer_offload:
         optimizer_states = 0.0
@@ -898,9 +926,11 @@ def _training(
         master = 0.0
         # Gradients leave the GPU bucket by bucket as they are reduced (ZeRO-Offload §4.1).
         gradients = min(gradients, 2 * arch.largest_layer_params / plan.tp * trainable_bytes)
+        step_gradients = gradients
     if switches.parameter_offload and not lora:
         weights_resident = 0.0
-        master = 0.0
+        if not fp32_partitions:
+            master = 0.0
 
     # --- activations and logits ----------------------------------------------------------
     checkpointing = switches.activation_checkpointing
@@ -1091,7 +1121,7 @@ def _training(
             ),
             "optimizer step": Breakdown(
                 weights=int(resident),
-                gradients=int(stage_grads),
+                gradients=int(step_gradients * persist_share),
                 optimizer_states=int(stage_states + stage_temp),
                 **{k: v for k, v in common.items() if k != "optimizer_states"},
             ),
@@ -1268,12 +1298,15 @@ def _host_offload(
     weights: float,
     lora: bool,
     notes: _Notes,
+    host_gradient_bytes: float,
 ) -> HostBreakdown:
     """CPU RAM per GPU process for offloaded optimizer states and parameters.
 
     ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840 §4.1) keeps the 16-bit parameters on the GPU
     and moves the 16-bit gradients, the fp32 master parameters and both fp32 Adam moments to the
     CPU, where DeepSpeedCPUAdam runs the step; each data-parallel rank keeps its 1/N partition.
+    DeepSpeed holds those gradients in fp32 (``host_gradient_bytes`` 4: 16 bytes per parameter
+    with the master weights and moments, its memory docs' ZeRO-3 CPU formula).
     FSDP2's ``CPUOffloadPolicy`` keeps sharded parameters, gradients and the optimizer on the CPU.
     """
     host = HostBreakdown()
@@ -1287,7 +1320,7 @@ def _host_offload(
             if master
             else (trainable_local * FP32 / plan.optimizer_shards if trainable_bytes != FP32 else 0)
         )
-        cpu_grads = trainable_local * trainable_bytes / shards
+        cpu_grads = trainable_local * host_gradient_bytes / shards
         host = host.model_copy(
             update={
                 "optimizer_states": int(cpu_states),

@@ -119,3 +119,24 @@ def optimizer_profile(name: str, param_bytes: float, impl: str = "foreach") -> O
 def adafactor_state_elements(matrix_shapes: list[tuple[int, int, int]], vector_params: int) -> int:
     """Row + column statistics per matrix, a full second moment for vectors."""
     return sum(copies * (rows + cols) for rows, cols, copies in matrix_shapes) + vector_params
+
+
+FP32_BYTES = 4
+# A citation, left as published.
+DEEPSPEED_MEMORY_DOCS = "DeepSpeed docs/code-docs/source/memory.rst (Memory Requirements)"
+
+
+def fp32_master_bytes(trainable_params: float, optimizer_shards: int) -> float:
+    """The fp32 copy of 16-bit weights that the optimizer updates, partitioned like its states.
+
+    ZeRO's K = 12 bytes per parameter of optimizer state are 4 of fp32 master weights and 8 of
+    fp32 Adam moments, and stage 1 partitions all 12 over the data-parallel ranks (Rajbhandari
+    et al. 2020, arXiv:1910.02054 §3.1, §5.1)."""
+    return trainable_params * FP32_BYTES / optimizer_shards
+
+
+def fp32_gradient_bytes(trainable_params: float, optimizer_shards: int) -> float:
+    """A rank's gradient partition in fp32: DeepSpeed converts the 16-bit gradients to fp32 for
+    the update and keeps them in fp32 on the host when the optimizer is offloaded ("Note about
+    gradients" in DeepSpeed's memory docs: 4 bytes per gradient)."""
+    return trainable_params * FP32_BYTES / optimizer_shards

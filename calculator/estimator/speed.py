@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calculator.estimator.architecture import Architecture
 from calculator.estimator.messages import gettext_noop
+from calculator.estimator.parallelism import plan_for
 from calculator.estimator.runtimes.llama_cpp import LlamaCppResult, gguf_layout
 from calculator.estimator.runtimes.vllm import VllmResult
 from calculator.estimator.schemas import TRAINING_MODES, Assumption, EstimateRequest, EstimateResult
@@ -37,6 +38,11 @@ TERA = 1e12
 # Dual-channel DDR5-5600, the common desktop configuration: JEDEC JESD79-5 DDR5-5600 moves
 # 5600 MT/s × 8 bytes per 64-bit channel, × 2 channels = 89.6 GB/s peak.
 DEFAULT_HOST_MEMORY_BANDWIDTH_GB_S = 89.6
+# The host of data-centre (HBM) GPUs in training: one server socket of eight DDR4-3200 channels,
+# JEDEC JESD79-4: 3200 MT/s × 8 bytes × 8 channels = 204.8 GB/s (an A100 DGX has two of them).
+DEFAULT_SERVER_MEMORY_BANDWIDTH_GB_S = 204.8
+# GPUs per machine when a job spans several (DGX/HGX nodes hold eight), sharing its RAM and CPUs.
+GPUS_PER_NODE = 8
 # NVIDIA A100 datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf): TF32 156 TFLOPS
 # dense vs BF16 312, so fp32 matmuls (TF32 tensor cores) run at half the BF16 rate.
 FP32_RATE_OF_BF16 = 0.5
@@ -75,6 +81,17 @@ class GpuPerformance(_Frozen):
         if self.unified_memory:
             return "unified"
         return "hbm" if self.memory_type.upper().startswith("HBM") else "gddr"
+
+    @property
+    def host_link_gb_s(self) -> float | None:
+        """GPU-to-host bandwidth per direction: the card's PCIe figure where the catalogue
+        records one, else PCIe 4.0 x16 (NVLink parts reach their host over PCIe too); none for
+        unified memory, where host and GPU share one memory."""
+        if self.unified_memory:
+            return None
+        if self.interconnect == "pcie" and self.interconnect_gb_s:
+            return self.interconnect_gb_s
+        return pcie_fallback_gb_s()
 
     @property
     def backend(self) -> Backend:
@@ -350,6 +367,10 @@ class _Traffic(_Frozen):
     weight_host_bytes: float
     kv_bytes_per_token: float = Field(description="Per sequence and context token, all GPUs.")
     kv_host_share: float = 0.0
+    kv_window_share: float = Field(
+        default=0.0, description="Share of kv_bytes_per_token in sliding-window layers."
+    )
+    kv_window_tokens: int | None = Field(default=None, description="Their window, in tokens.")
     total_params: int
     active_params: int
     precision: str
@@ -389,9 +410,9 @@ def _traffic(
             tensor_parallel=1,
             sequential_gpus=1,
         )
-    weights_per_gpu = vllm.weights if (runtime == "vllm" and vllm is not None) else None
-    if weights_per_gpu is None:
-        weights_per_gpu = result.breakdown.weights
+    if runtime == "vllm" and vllm is not None:
+        return _vllm_traffic(arch, request, result, vllm)
+    weights_per_gpu = result.breakdown.weights
     tokens = max(1, request.batch_size * request.seq_len)
     kv_per_token = result.breakdown.kv_cache * tp / tokens
     # Without tensor parallelism, transformers' device_map="auto" places layer ranges on the GPUs
@@ -409,6 +430,36 @@ def _traffic(
     )
 
 
+def _vllm_traffic(
+    arch: Architecture, request: EstimateRequest, result: EstimateResult, vllm: VllmResult
+) -> _Traffic:
+    """vLLM reserves its KV pool at start-up, but a decode step reads only the blocks of the
+    sequences it decodes: PagedAttention fetches every cached block of each sequence (Kwon et
+    al. 2023, arXiv:2309.06180 §4.1), so the read is the per-token KV size times the context,
+    capped at the window in sliding-window layers."""
+    tp = request.tensor_parallel
+    sliding = arch.sliding_layer_count if arch.sliding_window else 0
+    return _Traffic(
+        weight_gpu_bytes=vllm.weights * tp,
+        weight_host_bytes=0.0,
+        kv_bytes_per_token=vllm.kv_bytes_per_token * tp,
+        kv_window_share=sliding / arch.num_layers if arch.num_layers else 0.0,
+        kv_window_tokens=arch.sliding_window if sliding else None,
+        total_params=result.params_total,
+        active_params=result.params_active,
+        precision=request.precision,
+        tensor_parallel=tp,
+        sequential_gpus=1,
+    )
+
+
+def kv_read_tokens(traffic: _Traffic, context: float) -> float:
+    """Context tokens whose K and V one step reads per sequence, in units of all layers' KV:
+    full-attention layers read the whole context, sliding-window layers at most their window."""
+    windowed = min(context, traffic.kv_window_tokens or context)
+    return context * (1 - traffic.kv_window_share) + windowed * traffic.kv_window_share
+
+
 def _decode_step(
     arch: Architecture,
     traffic: _Traffic,
@@ -423,7 +474,7 @@ def _decode_step(
     """Seconds for one decode step of ``batch`` sequences with ``context`` tokens cached each."""
     tp = traffic.tensor_parallel
     share = weight_read_fraction(arch, traffic.total_params, traffic.active_params, batch)
-    kv = traffic.kv_bytes_per_token * context * batch
+    kv = traffic.kv_bytes_per_token * kv_read_tokens(traffic, context) * batch
     gpu_bytes = (traffic.weight_gpu_bytes * share + kv * (1 - traffic.kv_host_share)) / tp
     host_bytes = traffic.weight_host_bytes * share + kv * traffic.kv_host_share
     flops = batch * forward_flops_per_token(arch, traffic.active_params, context) / tp
@@ -536,8 +587,19 @@ def estimate_speed(
         gpu.bandwidth_gb_s if gpu.unified_memory else DEFAULT_HOST_MEMORY_BANDWIDTH_GB_S
     )
     if request.mode in TRAINING_MODES:
+        server_bw = host_memory_bandwidth_gb_s or (
+            DEFAULT_SERVER_MEMORY_BANDWIDTH_GB_S if gpu.memory_class == "hbm" else host_bw
+        )
         return _training_speed(
-            arch, request, result, gpu, notes, efficiency, train_tokens, price_per_gpu_hour
+            arch,
+            request,
+            result,
+            gpu,
+            notes,
+            efficiency,
+            train_tokens,
+            price_per_gpu_hour,
+            host_bandwidth_gb_s=server_bw,
         )
     eff = efficiency or efficiency_for(runtime, backend, gpu.memory_class)
     notes.add(
@@ -630,6 +692,8 @@ def _training_speed(
     efficiency: Efficiency | None,
     train_tokens: float | None,
     price_per_gpu_hour: float | None,
+    *,
+    host_bandwidth_gb_s: float,
 ) -> SpeedResult:
     eff = efficiency or efficiency_for("training", gpu.backend, gpu.memory_class)
     tflops = peak_tflops(gpu, request.precision, "transformers")
@@ -672,6 +736,9 @@ def _training_speed(
         comm *= 1.5
     comm += tensor_parallel_seconds(tokens_per_group, arch, tp, gpu, eff) * 3
     step = compute + max(0.0, comm - compute * 2 / 3)
+    step += _offload_seconds(
+        request, result, gpu, eff, notes, compute=compute, host_bandwidth_gb_s=host_bandwidth_gb_s
+    )
     per_gpu = tokens_per_group / tp / step
     notes.add(
         gettext_noop(
@@ -698,6 +765,98 @@ def _training_speed(
             "assumptions": notes.items,
         }
     )
+
+
+def cpu_optimizer_bytes_per_param(optimizer: str) -> float:
+    """Bytes the CPU's optimizer step streams per parameter: it reads the fp32 master weight, the
+    fp32 gradient and each fp32 state, writes back the weight and the states, and writes the
+    16-bit copy the GPU gets back (ZeRO-Offload, Ren et al. 2021, arXiv:2101.06840 §4.1: the
+    fp32 update runs on the CPU). AdamW: 4 + 4 + 8 read, 4 + 8 + 2 written = 30 bytes."""
+    states = {"adamw": 2, "paged_adamw": 2, "sgd_momentum": 1, "lion": 1}.get(optimizer, 0)
+    return 4 + 4 + 4 * states + 4 + 4 * states + 2
+
+
+def _offload_seconds(
+    request: EstimateRequest,
+    result: EstimateResult,
+    gpu: GpuPerformance,
+    efficiency: Efficiency,
+    notes: _Notes,
+    *,
+    compute: float,
+    host_bandwidth_gb_s: float,
+) -> float:
+    """What CPU offload adds to a training step (ZeRO-Offload, Ren et al. 2021, arXiv:2101.06840
+    §4.1): each GPU sends its partition's 16-bit gradients to the host during the backward pass
+    (hidden behind its compute when shorter), the CPU runs the optimizer step for every GPU of
+    the machine at its memory bandwidth, and the updated 16-bit partition comes back before the
+    next forward (both on the critical path: no delayed parameter update). With parameter
+    offload the 16-bit parameters stay in host RAM: nothing comes back after the step, but each
+    forward, backward and recomputation fetches the partition again, prefetched while the GPU
+    computes (ZeRO-Infinity, Rajbhandari et al. 2021, arXiv:2104.07857 §6)."""
+    switches = result.switches
+    if switches is None or not (switches.optimizer_offload or switches.parameter_offload):
+        return 0.0
+    plan = plan_for(
+        num_gpus=request.num_gpus,
+        tensor_parallel=request.tensor_parallel,
+        zero_stage=request.zero_stage,
+        pipeline_parallel=request.pipeline_parallel,
+        context_parallel=request.context_parallel,
+    )
+    # One GPU's share of the weights: tensor and pipeline ranks hold disjoint parts.
+    model_split = plan.tp * plan.pp
+    link_gb_s = gpu.host_link_gb_s
+    link = link_gb_s * GB if link_gb_s else None
+    extra = 0.0
+    down = up = fetch = 0.0
+    if switches.optimizer_offload:
+        partition = result.params_trainable / model_split / plan.optimizer_shards
+        machine = partition * min(request.num_gpus, GPUS_PER_NODE)
+        per_param = cpu_optimizer_bytes_per_param(request.optimizer)
+        cpu = machine * per_param / (host_bandwidth_gb_s * GB * efficiency.host_bandwidth)
+        extra += cpu
+        down = partition * 2
+        up = 0.0 if switches.parameter_offload else partition * 2
+        notes.add(
+            gettext_noop(
+                "Optimizer offload: the CPU updates the %(params)s parameters of the machine's "
+                "GPUs, %(bytes)s bytes each through system RAM at %(share)s%% of %(host_bw)s "
+                "GB/s: %(seconds)s s per step."
+            ),
+            gettext_noop("Ren et al. 2021, ZeRO-Offload (arXiv:2101.06840) §4.1")
+            + "; JEDEC JESD79-4, JESD79-5",
+            params=int(machine),
+            bytes=round(per_param),
+            share=round(efficiency.host_bandwidth * 100),
+            host_bw=host_bandwidth_gb_s,
+            seconds=round(cpu, 2),
+        )
+    if switches.parameter_offload:
+        passes = 3 if switches.activation_checkpointing == "full" else 2
+        fetch = passes * result.params_total / model_split / plan.parameter_shards * 2
+    if link is not None:
+        hidden_down = max(0.0, down / link - compute * 2 / 3)
+        hidden_fetch = max(0.0, fetch / link - compute)
+        pcie = hidden_down + up / link + hidden_fetch
+        extra += pcie
+        notes.add(
+            gettext_noop(
+                "Offload traffic per GPU and step over its %(link)s GB/s host link: %(down)s GB "
+                "of gradients down and %(fetch)s GB of parameters fetched during forward and "
+                "backward (hidden behind the GPU's compute where shorter), %(up)s GB of "
+                "updated parameters up after the step: %(seconds)s s per step."
+            ),
+            gettext_noop("Ren et al. 2021, ZeRO-Offload (arXiv:2101.06840) §4.1")
+            + "; Rajbhandari et al. 2021, ZeRO-Infinity (arXiv:2104.07857) §6; "
+            + gettext_noop("PCIe 4.0 x16 where the catalogue has no figure (PCI-SIG)"),
+            link=link_gb_s or 0.0,
+            down=round(down / GB, 2),
+            fetch=round(fetch / GB, 2),
+            up=round(up / GB, 2),
+            seconds=round(pcie, 2),
+        )
+    return extra
 
 
 def static_batch_seconds(

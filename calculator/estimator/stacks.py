@@ -41,6 +41,11 @@ class Stack:
     own_model_code: bool = False
     """The stack runs its own model implementation, whose tanh GELU is one fused op
     (litgpt/model.py ``F.gelu(x, approximate=config.gelu_approximate)``; torchtune's modules)."""
+    fp32_optimizer_partitions: bool = False
+    """With 16-bit weights the optimizer keeps fp32 master weights and fp32 states, partitioned
+    like its states, and converts the gradients to fp32 for the step (DeepSpeed's ZeRO
+    optimizers with ``bf16``/``fp16`` enabled; DeepSpeed docs/code-docs/source/memory.rst: 16
+    bytes per parameter of fp32 params, grads, momentum and variance)."""
 
 
 STACKS: dict[str, Stack] = {
@@ -163,6 +168,7 @@ STACKS: dict[str, Stack] = {
             "DeepSpeed config docs (zero_optimization.offload_optimizer / offload_param, "
             "pin_memory: false); Ren et al. 2021, ZeRO-Offload (arXiv:2101.06840) §4"
         ),
+        fp32_optimizer_partitions=True,
     ),
     "fsdp2": Stack(
         label=gettext_noop("PyTorch FSDP2"),

@@ -116,3 +116,24 @@ def test_fits_lists_a_speed_beside_each_model_on_a_catalogue_gpu(client):
     assert "tokens/s" in text(response)
     by_memory = client.get("/fits/?gb=24&seq=4096")
     assert not by_memory.context["own"]["speed"]  # a memory size alone says nothing of speed
+
+
+def test_optimizer_offload_slows_training_by_the_cpu_step(client):
+    # Walkthrough turn 3, persona 3: 2,570 tokens/s per GPU with or without offload. ZeRO-Offload
+    # (Ren et al. 2021 §4.1) runs the AdamW step on the CPU: 30 bytes per parameter for the
+    # machine's 8,030,261,248 (8 GPUs × 1/8 each) through one server socket's 204.8 GB/s
+    # (8 × DDR4-3200, JEDEC JESD79-4) at 60%: 240.9e9 / 122.88e9 = 1.96 s more per step, plus
+    # the 16-bit partition back over PCIe 4.0 x16: 2 × 8.03e9 / 8 / 31.5e9 = 0.064 s.
+    query = (
+        "/?model=Llama+3.1+8B&mode=full_finetune&stack=deepspeed&gpu=a100-sxm-40gb&gpus=8"
+        "&zero=3&batch=4&seq=4096&ckpt=on&train_b=1&price=1.5&ram=512"
+    )
+    offloaded = client.get(query + "&opt_offload=on")
+    # Without offload it fits only the 80 GB card: the same 312 dense BF16 TFLOPS per GPU.
+    plain = client.get(query.replace("gpu=a100-sxm-40gb", "gpu=a100-sxm-80gb")).context["speed"]
+    speed = offloaded.context["speed"]
+    added = 30 * LLAMA_8B_PARAMS / (204.8e9 * 0.6) + 2 * LLAMA_8B_PARAMS / 8 / 31.5e9
+    assert speed.step_time_s - plain.step_time_s == pytest.approx(added, rel=0.01)
+    assert speed.time_to_train_s > plain.time_to_train_s
+    assert speed.cost > plain.cost
+    assert "the CPU updates the 8,030,261,248 parameters" in text(offloaded)

@@ -97,3 +97,27 @@ def test_stack_choices_reach_the_api_and_the_export(client):
     assert api.status_code == 200, api.content
     assert api.json()["host_verdict"]["fits"] is False
     assert api.json()["host_bytes"] >= 12 * LLAMA_8B_PARAMS
+
+
+ZERO3_A100 = (
+    "/?model=Llama+3.1+8B&mode=full_finetune&stack=deepspeed&gpu=a100-sxm-40gb&gpus=8&zero=3"
+    "&batch=4&seq=4096&ckpt=on&ram=512"
+)
+
+
+def test_deepspeed_zero3_counts_its_fp32_optimizer_on_the_gpu_and_in_ram_alike(client):
+    # Walkthrough turn 3, persona 3. ZeRO §5.1 (arXiv:1910.02054): fp32 master + Adam moments are
+    # 12 bytes per parameter over the 8 ranks, 12 × 8,030,261,248 / 8 / 2**30 = 11.22 GiB per GPU,
+    # on the GPU as in RAM. DeepSpeed's memory docs (ZeRO-3, offload_optimizer, zero.Init) put
+    # 16 × params on the machine's CPU (fp32 params, grads, momentum, variance): 16 × P / 8 /
+    # 2**30 = 14.96 GiB per GPU, 119.66 GiB for the 8 GPUs of the machine.
+    on_gpu = client.get(ZERO3_A100).context["result"]
+    states = on_gpu.breakdown.master_weights + on_gpu.breakdown.optimizer_states
+    assert states == pytest.approx(12 * LLAMA_8B_PARAMS / 8, rel=1e-6)
+    offloaded = client.get(ZERO3_A100 + "&opt_offload=on")
+    host = offloaded.context["result"].host_breakdown
+    assert host.master_weights + host.optimizer_states == states
+    assert "System RAM: 14.96 GiB per GPU" in text(offloaded)
+    assert "119.66 GiB for the 8 GPU(s) of one machine" in text(offloaded)
+    # Per GPU, as the GPU breakdown showed them: 8 × P / 8 and 4 × P / 8 bytes, in GiB.
+    assert "Optimizer states 7.48 GiB, FP32 master weights 3.74 GiB" in text(offloaded)

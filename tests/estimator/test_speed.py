@@ -70,6 +70,42 @@ def test_decode_at_full_context_also_reads_the_kv_cache():
     assert speed.decode_tokens_per_s_full_context == pytest.approx(1 / 0.0349966, rel=1e-4)
 
 
+def vllm_llama3_8b(seq_len: int, utilization: float = 0.9):
+    arch = architecture("llama-3-8b")
+    settings = {
+        "gpu_memory_bytes": 80 * 2**30,
+        "max_model_len": seq_len,
+        "gpu_memory_utilization": utilization,
+    }
+    request = request_for("llama-3-8b", seq_len=seq_len, runtime="vllm", vllm=settings)
+    result = estimate(request)
+    speed = estimate_speed(arch, request, result, H100_SXM, runtime="vllm", vllm=result.vllm)
+    return result, speed
+
+
+def test_vllm_decode_reads_the_sequences_kv_cache_not_its_whole_pool():
+    # PagedAttention reads each cached block of the sequence (Kwon et al. 2023 §4.1): 131,072 KV
+    # bytes per token (see above) times the context, not the pool vLLM reserved at start-up.
+    short_result, short = vllm_llama3_8b(1024)
+    _, long = vllm_llama3_8b(32768)
+    eff = efficiency_for("vllm", "cuda", "hbm")
+    # Hand calculation: (32,768 - 1,024) × 131,072 bytes more per step, at 3350 GB/s × the
+    # fitted decode share; the weights and the fixed step cost cancel out.
+    extra_s = (32768 - 1024) * 131_072 / (3350e9 * eff.decode_bandwidth)
+    assert (
+        1 / long.decode_tokens_per_s_full_context - 1 / short.decode_tokens_per_s_full_context
+        == (pytest.approx(extra_s, rel=1e-3))
+    )
+    # Empty context: the weights alone, whatever the context chosen.
+    weights_s = short_result.vllm.weights / (3350e9 * eff.decode_bandwidth) + eff.step_overhead_s
+    assert short.decode_tokens_per_s == pytest.approx(1 / weights_s, rel=1e-3)
+    # A bigger pool (more memory for vLLM) holds more tokens but reads no more per step.
+    _, roomy = vllm_llama3_8b(32768, utilization=0.95)
+    assert roomy.decode_tokens_per_s_full_context == pytest.approx(
+        long.decode_tokens_per_s_full_context, rel=1e-6
+    )
+
+
 def test_batched_decode_turns_compute_bound():
     arch, request, result = llama3_8b(seq_len=256, batch_size=512)
     fast = Efficiency(decode_bandwidth=1.0, prefill_compute=1.0, step_overhead_s=0.0)
@@ -188,6 +224,52 @@ def test_training_tokens_per_second_time_and_cost():
     # 1e9 tokens / 3034.85 = 329,505 s = 91.53 GPU-hours -> $183.06 at $2 per GPU-hour.
     assert speed.time_to_train_s == pytest.approx(1e9 / 3034.85, rel=1e-4)
     assert speed.cost == pytest.approx(1e9 / 3034.85 / 3600 * 2, rel=1e-4)
+
+
+def test_optimizer_offload_adds_the_cpu_step_and_the_pcie_traffic():
+    # ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840 §4.1) on one machine of 8 GPUs, ZeRO-3:
+    # each GPU's partition is 8,030,261,248 / 8 = 1,003,782,656 parameters.
+    # CPU step: AdamW streams 4 + 4 + 8 bytes read and 4 + 8 + 2 written = 30 bytes per
+    # parameter for all 8,030,261,248 of the machine: 240.9 GB at 200 GB/s × 0.5 = 2.4091 s.
+    # Up: the updated 16-bit partition, 2 × 1,003,782,656 B over PCIe 4.0 x16 (31.5 GB/s; the
+    # H100 here records NVLink only) = 0.063732 s. The gradients going down (the same 2 GB)
+    # hide behind the backward pass, two thirds of a step of several seconds.
+    fields = {
+        "mode": "full_finetune",
+        "seq_len": 4096,
+        "batch_size": 4,
+        "num_gpus": 8,
+        "zero_stage": 3,
+        "training_stack": "deepspeed",
+    }
+    arch, request, result = llama3_8b(**fields)
+    _, offloaded_request, offloaded = llama3_8b(**fields, optimizer_offload=True)
+    eff = Efficiency(
+        decode_bandwidth=0.5,
+        prefill_compute=0.5,
+        step_overhead_s=0.0,
+        training_flops=0.5,
+        host_bandwidth=0.5,
+    )
+    gpus = H100_SXM.model_copy(update={"count": 8})
+
+    def step(req, res):
+        return estimate_speed(
+            arch, req, res, gpus, efficiency=eff, host_memory_bandwidth_gb_s=200
+        ).step_time_s
+
+    cpu_s = 30 * LLAMA3_8B_PARAMS / (200e9 * 0.5)
+    up_s = 2 * LLAMA3_8B_PARAMS / 8 / 31.5e9
+    assert step(offloaded_request, offloaded) - step(request, result) == pytest.approx(
+        cpu_s + up_s, rel=1e-3
+    )
+    # Parameter offload keeps the 16-bit partition in RAM: nothing goes up after the step, and
+    # its fetches (3 passes with checkpointing × 2 GB = 0.19 s) hide behind the compute.
+    _, both_request, both = llama3_8b(
+        **fields, optimizer_offload=True, parameter_offload=True, gradient_checkpointing=True
+    )
+    _, ckpt_request, ckpt = llama3_8b(**fields, gradient_checkpointing=True)
+    assert step(both_request, both) - step(ckpt_request, ckpt) == pytest.approx(cpu_s, rel=1e-3)
 
 
 def test_training_flops_add_a_forward_when_checkpointing():

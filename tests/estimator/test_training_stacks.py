@@ -98,8 +98,10 @@ def test_unsloth_offloads_the_checkpoints_to_host_ram(llama):
 
 
 def test_zero_offload_puts_states_master_and_gradients_on_the_host(llama):
-    # Ren et al. 2021 (ZeRO-Offload) §4.1: CPU holds 16-bit gradients (2 B), fp32 master weights
-    # (4 B) and both fp32 Adam moments (8 B), each data-parallel rank 1/N of them.
+    # Ren et al. 2021 (ZeRO-Offload) §4.1: the CPU holds the gradients, fp32 master weights
+    # (4 B) and both fp32 Adam moments (8 B), each data-parallel rank 1/N of them. DeepSpeed
+    # keeps those gradients in fp32 (4 B): its memory docs (docs/code-docs/source/memory.rst)
+    # count 16 bytes per parameter on the CPU, "4b params, 4b grads, 4b momentum and 4b variance".
     result = llama(
         mode="full_finetune",
         seq_len=512,
@@ -111,8 +113,57 @@ def test_zero_offload_puts_states_master_and_gradients_on_the_host(llama):
     per_gpu = LLAMA31_8B_PARAMS / 8
     assert result.host_breakdown.optimizer_states == int(per_gpu * 8)
     assert result.host_breakdown.master_weights == int(per_gpu * 4)
-    assert result.host_breakdown.gradients == int(per_gpu * 2)
+    assert result.host_breakdown.gradients == int(per_gpu * 4)
     assert result.breakdown.optimizer_states == 0
+
+
+ZERO3_8X = {
+    "mode": "full_finetune",
+    "precision": "bf16",
+    "batch_size": 4,
+    "seq_len": 4096,
+    "num_gpus": 8,
+    "zero_stage": 3,
+    "activation_checkpointing": "full",
+    "training_stack": "deepspeed",
+}
+
+
+def test_deepspeed_zero3_keeps_fp32_master_and_moments_partitioned_on_the_gpu(llama):
+    # Rajbhandari et al. 2020 (ZeRO) §5.1: mixed-precision Adam keeps K = 12 bytes per parameter
+    # (fp32 master 4, momentum 4, variance 4), partitioned over the N_d = 8 ranks. DeepSpeed does
+    # so whenever bf16 is enabled (its memory docs' ZeRO-3 GPU formula: 18 × params / GPUs).
+    result = llama(**ZERO3_8X)
+    assert result.breakdown.master_weights == int(4 * LLAMA31_8B_PARAMS / 8)
+    assert result.breakdown.optimizer_states == int(8 * LLAMA31_8B_PARAMS / 8)
+
+
+def test_deepspeed_offload_puts_on_the_host_what_the_gpus_shed(llama):
+    # DeepSpeed docs/code-docs/source/memory.rst, ZeRO-3 with zero.Init, one node of 8 GPUs
+    # (gpus_factor 1): offload_optimizer → CPU params × 16 × 1.5, GPU largest layer + 2 × params
+    # / 8; offload_param too → CPU params × 18 × 1.5, GPU the largest layer. Without the docs'
+    # 1.5 safety factor, per GPU process: 16 × P / 8 and 18 × P / 8 bytes.
+    on_gpu = llama(**ZERO3_8X)
+    offloaded = llama(**ZERO3_8X, optimizer_offload=True)
+    assert offloaded.host_bytes == pytest.approx(16 * LLAMA31_8B_PARAMS / 8, rel=1e-6)
+    # Everything the GPU held for the optimizer left it: master weights and both moments.
+    assert offloaded.breakdown.master_weights == 0
+    assert offloaded.breakdown.optimizer_states == 0
+    host = offloaded.host_breakdown
+    shed = on_gpu.breakdown.master_weights + on_gpu.breakdown.optimizer_states
+    assert host.master_weights + host.optimizer_states == shed
+    both = llama(**ZERO3_8X, optimizer_offload=True, parameter_offload=True)
+    assert both.host_bytes == pytest.approx(18 * LLAMA31_8B_PARAMS / 8, rel=1e-6)
+    # The 2 bytes of the 16-bit partition move; the GPU keeps only the gathered layers.
+    assert both.host_breakdown.parameters == int(2 * LLAMA31_8B_PARAMS / 8)
+    assert both.breakdown.weights == on_gpu.breakdown.weights - both.host_breakdown.parameters
+
+
+def test_zero3_mixed_precision_master_weights_are_split_once(llama):
+    # ZeRO §5.1: the fp32 master copy is 4 bytes per parameter over the N_d = 8 ranks; ZeRO-3's
+    # parameter shard must not divide it by 8 a second time.
+    result = llama(**{**ZERO3_8X, "training_stack": "fsdp2"}, mixed_precision=True)
+    assert result.breakdown.master_weights == pytest.approx(4 * LLAMA31_8B_PARAMS / 8, rel=0.01)
 
 
 def test_fsdp2_pins_what_it_offloads(llama):
