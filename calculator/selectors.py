@@ -133,14 +133,20 @@ def preset_description(*, preset: ModelPreset) -> ConfigModel:
     """The estimator's description of a preset: its config.json and, for a checkpoint whose
     safetensors dtypes were read from the Hub, those element counts (so a pre-quantized
     checkpoint in its own format weighs exactly what it stores). Counts an admin edited into
-    something other than whole non-negative numbers are left out rather than guessed."""
+    something other than whole non-negative numbers are left out rather than guessed. A config
+    that is not a JSON object (the admin refuses one; SQL may not) is read as an empty one, so
+    the estimator names what is missing instead of the page failing."""
+    config = preset.config
+    if not isinstance(config, dict):
+        logger.warning("Preset %s: config is not a JSON object, read as {}", preset.slug)
+        config = {}
     dtypes = preset.hub_dtypes if isinstance(preset.hub_dtypes, dict) else {}
     valid = all(
         isinstance(count, int) and not isinstance(count, bool) and count >= 0
         for count in dtypes.values()
     )
     return ConfigModel(
-        config=preset.config,
+        config=config,
         checkpoint_dtypes={str(k): int(v) for k, v in dtypes.items()} if dtypes and valid else None,
     )
 

@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+from django.utils import timezone
 
 from calculator.models import ModelPreset
 from tests.calculator.test_admin_conflicts import admin_client, form_fields
@@ -84,3 +85,17 @@ def test_the_import_page_names_every_missing_field():
     assert body.count("The estimator cannot use this config") == 2
     assert "hidden_size" in body
     assert "vocab_size" in body
+
+
+@pytest.mark.parametrize("config", [[1, 2], "x", {"model_type": "llama", "hidden_size": "big"}])
+def test_a_config_written_past_the_admin_gets_a_message_not_a_500(client, config):
+    """A preset row changed by SQL (no validator runs) into a config the estimator cannot read."""
+    ModelPreset.objects.filter(slug="llama-3.1-8b").update(config=config, updated_at=timezone.now())
+    for path in ("/?model=Llama+3.1+8B", "/?model=Llama+3.1+8B&part=more", "/fits/"):
+        assert client.get(path).status_code == 200, path
+    page = client.get("/?model=Llama+3.1+8B", HTTP_HX_REQUEST="true").content.decode()
+    assert "configuration cannot be used" in page
+    api = client.post(
+        "/api/v1/estimate", {"model": {"preset": "llama-3.1-8b"}}, content_type="application/json"
+    )
+    assert api.status_code == 422
