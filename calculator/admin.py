@@ -12,14 +12,24 @@ from django.db import models
 from django.db.models import QuerySet
 from django.forms.models import model_to_dict
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
-from django.template.defaultfilters import yesno
+from django.template.defaultfilters import filesizeformat, yesno
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.text import Truncator, capfirst, slugify
 from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, ConfigError
-from calculator.models import GpuSpec, ModelAlias, ModelPreset, PresetOrigin
+from calculator.models import (
+    GpuSpec,
+    ModelAlias,
+    ModelPreset,
+    PresetOrigin,
+    alias_key,
+    config_problems,
+)
+from calculator.selectors import preset_alias_owner
+from calculator.services import preset_aliases_derive
+from calculator.uploads import limit_text, oversize_fields
 
 IMPORT_SESSION_KEY = "calculator_preset_import"
 MAX_IMPORT_BYTES = 512 * 1024
@@ -57,8 +67,10 @@ class ConflictCheckedForm(forms.ModelForm):  # type: ignore[type-arg]
     """
 
     row_version = RowVersionField(required=False)
-    # Set by ConflictCheckedAdmin.get_form: the related managers its inlines write.
+    # Set by ConflictCheckedAdmin.get_form: the related managers its inlines write, and the
+    # fields of this post left out for their size (calculator.uploads).
     tracked_related: tuple[str, ...] = ()
+    oversize: dict[str, int] = {}
     empty_value_display = "-"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -134,6 +146,36 @@ class ConflictCheckedForm(forms.ModelForm):  # type: ignore[type-arg]
         self._show_saved_version(theirs_only=theirs_only)
         raise forms.ValidationError(errors)
 
+    def full_clean(self) -> None:
+        super().full_clean()
+        if not self.is_bound or not self.oversize:
+            return
+        # A field left out of the post for its size: its message instead of "required", and
+        # never a save (a field that may be empty would otherwise be saved empty).
+        names = {self.add_prefix(name): name for name in self.fields}
+        for sent, size in self.oversize.items():
+            message = forms.ValidationError(
+                _(
+                    "Too large to send: this field held %(size)s, and a form may carry at most "
+                    "%(limit)s in all. Nothing was saved; shorten it and save again."
+                ),
+                code="too_large",
+                params={"size": filesizeformat(size), "limit": limit_text()},
+            )
+            name = names.get(sent)
+            if name is None:
+                message = forms.ValidationError(
+                    _(
+                        "Too large to send: “%(field)s” held %(size)s, and a form may carry at "
+                        "most %(limit)s in all. Nothing was saved."
+                    ),
+                    code="too_large",
+                    params={"field": sent, "size": filesizeformat(size), "limit": limit_text()},
+                )
+            else:
+                self.errors.pop(name, None)
+            self.add_error(name, message)
+
     def _opened_versions(self) -> dict[str, str] | None:
         try:
             opened = json.loads(self.data.get(self.add_prefix(ROW_VERSION)) or "")
@@ -203,6 +245,7 @@ class ConflictCheckedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         form = super().get_form(request, obj, change, **kwargs)
         assert issubclass(form, ConflictCheckedForm)
         form.tracked_related = self.inline_accessors(request, obj)
+        form.oversize = oversize_fields(request)
         form.empty_value_display = str(self.get_empty_value_display())
         return form
 
@@ -218,6 +261,61 @@ class ConflictCheckedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 ):
                     accessors.append(field.remote_field.get_accessor_name())
         return tuple(accessors)
+
+
+class ConfigJSONField(forms.JSONField):
+    """The config.json textarea: empty on an add form (not ``null``), and invalid JSON named
+    with where it breaks."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if value is None:
+            return ""
+        return super().prepare_value(value)
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            return super().to_python(value)
+        except forms.ValidationError:
+            try:
+                json.loads(value)
+            except ValueError as error:
+                raise forms.ValidationError(
+                    _("This is not valid JSON: %(e)s") % {"e": error}, code="invalid"
+                ) from error
+            raise
+
+
+class ModelPresetForm(ConflictCheckedForm):
+    """The preset change form: a name that finds another preset is refused next to its field."""
+
+    LOOKUP_FIELDS = ("display_name", "slug", "hf_repo")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        for name in self.LOOKUP_FIELDS:
+            value = cleaned.get(name)
+            # Unchanged names are left alone: a clash an edit did not make must not block it.
+            if not value or (self.instance.pk is not None and name not in self.changed_data):
+                continue
+            if name == "slug" and self._slug_taken(value):
+                continue  # "… with this Slug already exists" says it better
+            other = preset_alias_owner(name=value, preset_id=self.instance.pk)
+            if other is not None:
+                self.add_error(
+                    name,
+                    forms.ValidationError(
+                        _(
+                            "“%(name)s” already finds %(preset)s (one of its aliases): choose "
+                            "another, or remove that alias from %(preset)s first."
+                        ),
+                        code="alias_clash",
+                        params={"name": value, "preset": other.display_name},
+                    ),
+                )
+        return cleaned
+
+    def _slug_taken(self, slug: str) -> bool:
+        return ModelPreset.objects.filter(slug=slug).exclude(pk=self.instance.pk).exists()
 
 
 class ModelAliasInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -275,6 +373,16 @@ class ConfigImportForm(forms.Form):
             ) from error
         if not isinstance(config, dict):
             raise forms.ValidationError(_("A config.json is a JSON object ({…})."))
+        problems = config_problems(config)
+        if problems:
+            raise forms.ValidationError(
+                [
+                    forms.ValidationError(
+                        _("The estimator cannot use this config: %(e)s") % {"e": problem}
+                    )
+                    for problem in problems
+                ]
+            )
         try:
             arch = Architecture.from_hf_config(config)
         except (ConfigError, ValueError) as error:
@@ -309,6 +417,7 @@ def suggested_preset(config: dict[str, Any], arch: Architecture, hf_repo: str) -
 
 @admin.register(ModelPreset)
 class ModelPresetAdmin(ConflictCheckedAdmin):
+    form = ModelPresetForm
     list_display = (
         "display_name",
         "family",
@@ -367,6 +476,49 @@ class ModelPresetAdmin(ConflictCheckedAdmin):
     @admin.display(description=_("weights at BF16 (GiB)"), ordering="params_total")
     def bf16_memory_display(self, obj: ModelPreset) -> str:
         return f"{obj.params_total * 2 / (1 << 30):,.1f}"
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "config":
+            kwargs["form_class"] = ConfigJSONField
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """After the inline aliases: the preset's name, slug and repo id find it too
+        (``preset_aliases_derive``), and the admin is told by which names and what became of
+        the old ones."""
+        super().save_related(request, form, formsets, change)
+        preset = form.instance
+        preset_aliases_derive(preset=preset)
+        if change and not set(ModelPresetForm.LOOKUP_FIELDS) & set(form.changed_data):
+            return
+        keys = set(preset.aliases.values_list("key", flat=True))
+        for name in ModelPresetForm.LOOKUP_FIELDS:
+            old = form.initial.get(name) or ""
+            if not change or name not in form.changed_data or not alias_key(old):
+                continue
+            if alias_key(old) in keys:
+                message = _(
+                    "Links that use the old %(field)s “%(old)s” still find this preset: it "
+                    "stays an alias (delete it under Aliases to free it)."
+                )
+            else:
+                message = _("The old %(field)s “%(old)s” no longer finds this preset.")
+            field = ModelPreset._meta.get_field(name)
+            label = field.verbose_name if isinstance(field, models.Field) else name
+            self.message_user(request, message % {"field": label, "old": old}, messages.INFO)
+        lookup = [getattr(preset, name) for name in ModelPresetForm.LOOKUP_FIELDS]
+        aliases = preset.aliases.values_list("alias", flat=True)
+        found_by = [name for name in lookup if alias_key(name) in keys] + list(aliases)
+        names = ", ".join(f"“{name}”" for name in dict.fromkeys(found_by))
+        self.message_user(
+            request,
+            _(
+                "The page and the API find this preset by: %(names)s (in any case, with or "
+                "without spaces and hyphens)."
+            )
+            % {"names": names},
+            messages.INFO,
+        )
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[ModelPreset], search_term: str

@@ -31,7 +31,7 @@ from calculator.estimator.speed import SpeedResult
 from calculator.forms import DEFAULTS, CalculatorForm
 from calculator.hub import HubError, hub_preset, stored_weight_bytes
 from calculator.limits import hub_import_allowed
-from calculator.models import GpuSpec, ModelPreset, PresetOrigin
+from calculator.models import ModelPreset, PresetOrigin, gpu_figure
 from calculator.selectors import gpu_list, preset_description, preset_resolve
 
 api = NinjaAPI(
@@ -285,7 +285,7 @@ def _card(gpu_slug: str | None, vram_gb: float | None = None) -> Card | None:
         return own_card(vram_gb)
     if not gpu_slug:
         return None
-    card = GpuSpec.objects.filter(slug=gpu_slug, active=True).first()
+    card = gpu_list().filter(slug=gpu_slug).first()
     if card is None:
         raise HttpError(404, f"No GPU with slug {gpu_slug!r}; see /api/v1/gpus.")
     return card
@@ -306,14 +306,19 @@ def _resolve(
     elif isinstance(payload.model, PresetModel):
         match = preset_resolve(text=payload.model.preset)
         if match.preset is None:
-            names = ", ".join(p.slug for p in match.suggestions[:5])
-            hint = f" Closest: {names}." if names else ""
-            raise HttpError(404, f"No preset matches {payload.model.preset!r}.{hint}")
+            raise HttpError(404, _not_found(payload.model.preset, match.suggestions))
         preset = match.preset
         model = preset_description(preset=preset)
     else:
         model = payload.model.model_dump(exclude_none=True)
     return request_on_card({**fields, "model": model}, card), preset
+
+
+def _not_found(text: str, suggestions: Sequence[ModelPreset]) -> str:
+    """The 404 message for a model name no preset matches, with the closest slugs."""
+    names = ", ".join(preset.slug for preset in suggestions[:5])
+    hint = f" Closest: {names}." if names else ""
+    return f"No preset matches {text!r}.{hint}"
 
 
 def _respond(
@@ -521,10 +526,12 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
     if resolved.hub_error is not None:
         return _hub_error(resolved.hub_error, "model")
     if resolved.model is None:
-        return _errors(404, [("model", f"No preset matches {form.cleaned_data['model']!r}.")])
+        return _errors(
+            404, [("model", _not_found(form.cleaned_data["model"], resolved.suggestions))]
+        )
     try:
         gpu_slug = form.cleaned_data.get("gpu") or None
-        if gpu_slug and not GpuSpec.objects.filter(slug=gpu_slug, active=True).exists():
+        if gpu_slug and not gpu_list().filter(slug=gpu_slug).exists():
             gpu_slug = None
         card = _card(gpu_slug, form.cleaned_data.get("vram"))
         if card is None and form.cleaned_data.get("runtime") == "vllm":
@@ -594,8 +601,8 @@ def gpus(request: HttpRequest) -> list[dict[str, Any]]:
             "vendor": gpu.vendor,
             "memory_gb": float(gpu.memory_gb),
             "usable_bytes": gpu.usable_bytes,
-            "bandwidth_gb_s": gpu.bandwidth_gb_s,
-            "bf16_tflops_dense": gpu.bf16_tflops_dense,
+            "bandwidth_gb_s": gpu_figure(gpu.bandwidth_gb_s, "bandwidth_gb_s"),
+            "bf16_tflops_dense": gpu_figure(gpu.bf16_tflops_dense, "bf16_tflops_dense"),
             "fp8_support": gpu.fp8_support,
             "unified_memory": gpu.unified_memory,
         }

@@ -161,6 +161,19 @@ RUNTIME_PRESETS = [
 DEFAULT_MODEL = "Llama 3.1 8B"
 MAX_CONFIG_CHARS = 200_000
 
+
+def config_too_long_message() -> str:
+    """Why a pasted config longer than ``MAX_CONFIG_CHARS`` is refused, in the active language."""
+    return _("The config is too long (at most %(limit_value)s characters).") % {
+        "limit_value": number_format(MAX_CONFIG_CHARS, force_grouping=True)
+    }
+
+
+def validate_config_length(text: str) -> None:
+    if len(text) > MAX_CONFIG_CHARS:
+        raise ValidationError(config_too_long_message(), code="max_length")
+
+
 # Permalink keys: short, readable, stable across deployments.
 DEFAULTS: dict[str, Any] = {
     "source": "preset",
@@ -351,14 +364,13 @@ class CalculatorForm(forms.Form):
     vocab = _int(_("Vocabulary size"), 1, 100_000_000, required=False)
     experts = _int(_("Experts (MoE)"), 0, 100_000, required=False)
     active_experts = _int(_("Active experts per token"), 0, 100_000, required=False)
+    # No max_length: its maxlength attribute made the browser cut a longer paste silently,
+    # which then failed as "not valid JSON"; the validator says it is too long instead.
     config = forms.CharField(
         label=_("config.json"),
         required=False,
-        max_length=MAX_CONFIG_CHARS,
         widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
-        error_messages={
-            "max_length": _("The config is too long (at most %(limit_value)s characters).")
-        },
+        validators=[validate_config_length],
     )
     mode = forms.ChoiceField(label=_("Mode"), choices=MODE_CHOICES)
     precision = forms.ChoiceField(label=_("Precision"), choices=PRECISION_CHOICES)
@@ -608,7 +620,7 @@ class CalculatorForm(forms.Form):
             self.add_error(
                 "params", _("Give the parameter count, or at least layers and hidden size.")
             )
-        if source == "config":
+        if source == "config" and "config" not in self.errors:  # e.g. too long: that says it
             text = (cleaned.get("config") or "").strip()
             if not text and self.data.get("cfg"):
                 self.add_error(

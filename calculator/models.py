@@ -6,11 +6,13 @@ import json
 import math
 import re
 import secrets
+from collections.abc import Mapping
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -19,6 +21,11 @@ from calculator.estimator import Architecture, ConfigError
 slug_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9.\-]*$",
     _("Use lowercase letters, digits, dots and hyphens."),
+)
+
+hf_repo_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$",
+    _("A Hugging Face repo id is organisation/name, in letters, digits, '-', '_' and '.'."),
 )
 
 _ORG_PREFIX = re.compile(r"^[^/\s]+/")
@@ -37,6 +44,77 @@ def alias_key(text: str) -> str:
     return _SEPARATORS.sub("", value)
 
 
+def validate_findable_name(value: str) -> None:
+    """A name that finds its preset needs something an alias key keeps (``alias_key``)."""
+    if not alias_key(value):
+        raise ValidationError(_("A name needs at least one letter or digit."), code="no_key")
+
+
+# Stand-ins for the fields a config lacks while the rest of it is checked: Llama 3.1 8B's values
+# (its published config.json, validation/configs/llama-3.1-8b.json), or 1 for any other field.
+_CONFIG_STAND_INS: dict[str, Any] = {
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+}
+MAX_CONFIG_PROBLEMS = 20
+
+
+def config_problems(config: Any) -> list[str]:
+    """Every reason the estimator cannot read ``config`` (empty when it can), not only the first.
+
+    The estimator's reader stops at the first problem, so each field it names is given a
+    stand-in value (``_CONFIG_STAND_INS``) and the config is read again. A later message that a
+    stand-in may have caused (about a field given one, or not about a field's own value as
+    typed) ends the search rather than being shown.
+    """
+    if not isinstance(config, Mapping):
+        return [str(ConfigError("The config must be a JSON object."))]
+    probe = dict(config)
+    problems: list[str] = []
+    stood_in: set[str] = set()
+    for _attempt in range(MAX_CONFIG_PROBLEMS):
+        name: str | None
+        try:
+            Architecture.from_hf_config(probe)
+            break
+        except ConfigError as error:
+            message, name = str(error), error.field
+        except (ValueError, TypeError) as error:
+            message, name = str(error), None
+        if stood_in and not _typed_problem(message, name, config, stood_in):
+            break
+        problems.append(message)
+        if name is None or name in stood_in:
+            break
+        stood_in.add(name)
+        probe[name] = _CONFIG_STAND_INS.get(name, 1)
+    return problems
+
+
+def _typed_problem(
+    message: str, name: str | None, config: Mapping[str, Any], stood_in: set[str]
+) -> bool:
+    """Whether a problem found after stand-ins is the config's own: a field it lacks, or a
+    field's value as typed (the reader's messages quote it: "…, got -32.")."""
+    if name is None or name in stood_in:
+        return False
+    if config.get(name) is None:
+        return message.startswith("Config is missing the field")
+    return ", got " in message
+
+
+def validate_config(value: Any) -> None:
+    """A config.json the estimator can read; otherwise each problem, as the reader words it."""
+    problems = config_problems(value)
+    if problems:
+        raise ValidationError([ValidationError(problem, code="config") for problem in problems])
+
+
 class Quantization(models.TextChoices):
     NONE = "", _("None (full precision release)")
     FP8 = "fp8", _("FP8")
@@ -51,12 +129,35 @@ class PresetOrigin(models.TextChoices):
 
 
 class ModelPreset(models.Model):
-    slug = models.CharField(_("slug"), max_length=100, unique=True, validators=[slug_validator])
-    display_name = models.CharField(_("display name"), max_length=200)
+    slug = models.CharField(
+        _("slug"),
+        max_length=100,
+        unique=True,
+        validators=[slug_validator],
+        help_text=_("Typed on the page or in the API, it finds this preset (kept as an alias)."),
+    )
+    display_name = models.CharField(
+        _("display name"),
+        max_length=200,
+        validators=[validate_findable_name],
+        help_text=_(
+            "The page and the API find this preset by this name, its slug, its Hugging Face "
+            "repo id and its aliases below; saving keeps each of the first three as an alias. "
+            "After a rename the old name stays an alias, so links that use it still find this "
+            "preset (delete that alias to free the name)."
+        ),
+    )
     family = models.CharField(_("family"), max_length=100, db_index=True)
-    hf_repo = models.CharField(_("Hugging Face repo id"), max_length=200, blank=True)
+    hf_repo = models.CharField(
+        _("Hugging Face repo id"),
+        max_length=200,
+        blank=True,
+        validators=[hf_repo_validator],
+        help_text=_("Typed on the page or in the API, it finds this preset (kept as an alias)."),
+    )
     config = models.JSONField(
         _("architecture (config.json)"),
+        validators=[validate_config],
         help_text=_("The model's config.json fields as published on the Hugging Face hub."),
     )
     params_total = models.BigIntegerField(_("parameters"), editable=False, default=0)
@@ -120,8 +221,8 @@ class ModelPreset(models.Model):
         super().clean()
         try:
             arch = self.architecture()
-        except (ConfigError, ValueError, TypeError) as error:
-            raise ValidationError({"config": str(error)}) from error
+        except (ConfigError, ValueError, TypeError):
+            return  # validate_config names every problem next to the field
         self._apply_architecture(arch)
 
     def _apply_architecture(self, arch: Architecture) -> None:
@@ -203,6 +304,50 @@ class Interconnect(models.TextChoices):
     NONE = "none", _("none (single device)")
 
 
+def latest_release_year() -> int:
+    """The latest plausible release year: parts are announced up to about two years ahead."""
+    return date.today().year + 2
+
+
+# Bounds on a GPU's figures: positive, and at most ten times the largest figure in
+# presets/gpus.json (B200 SXM: 8,000 GB/s, 2,250 dense BF16/FP16 TFLOPS, 4,500 dense FP8
+# TFLOPS and INT8 TOPS, 900 GB/s NVLink; Apple M3 Ultra: 512 GB), so that a slipped digit or
+# sign is refused and the next generations still fit. The minima sit far below the smallest
+# catalogued part (224 GB/s, 18.2 TFLOPS, 63 GB/s PCIe). Release years start with the GeForce
+# 256 (1999), the first part sold as a "GPU". Read back defensively as well (``gpu_figure``):
+# a row written past the admin (SQL, a fixture) loses the figure, not the page.
+GPU_BOUNDS: dict[str, tuple[float, float]] = {
+    "memory_gb": (0.5, 5_120),
+    "usable_memory_bytes": (1, 5_120 * 2**30),
+    "bandwidth_gb_s": (1, 80_000),
+    "bf16_tflops_dense": (0.1, 22_500),
+    "fp16_tflops_dense": (0.1, 22_500),
+    "fp8_tflops_dense": (0.1, 45_000),
+    "int8_tops_dense": (0.1, 45_000),
+    "interconnect_gb_s": (1, 9_000),
+    "unified_usable_fraction": (0.01, 1),
+    "release_year": (1999, 2100),
+}
+
+
+def _bounded(name: str) -> list[Any]:
+    low, high = GPU_BOUNDS[name]
+    if name == "memory_gb":
+        return [MinValueValidator(Decimal(str(low))), MaxValueValidator(Decimal(str(high)))]
+    if name == "release_year":
+        return [MinValueValidator(int(low)), MaxValueValidator(latest_release_year)]
+    return [MinValueValidator(low), MaxValueValidator(high)]
+
+
+def gpu_figure(value: Any, name: str) -> Any:
+    """``value`` when it is a finite number within ``GPU_BOUNDS[name]``, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return None
+    low, high = GPU_BOUNDS[name]
+    number = float(value)
+    return value if math.isfinite(number) and low <= number <= high else None
+
+
 class GpuSpec(models.Model):
     slug = models.CharField(_("slug"), max_length=100, unique=True, validators=[slug_validator])
     name = models.CharField(_("name"), max_length=200)
@@ -211,30 +356,52 @@ class GpuSpec(models.Model):
         _("memory (GB, as marketed)"),
         max_digits=8,
         decimal_places=2,
-        validators=[MinValueValidator(Decimal("0.5"))],
+        validators=_bounded("memory_gb"),
     )
     usable_memory_bytes = models.BigIntegerField(
-        _("usable memory (bytes, as the driver reports)"), null=True, blank=True
+        _("usable memory (bytes, as the driver reports)"),
+        null=True,
+        blank=True,
+        validators=_bounded("usable_memory_bytes"),
+        help_text=_("At most the marketed memory (in GiB)."),
     )
     memory_type = models.CharField(_("memory type"), max_length=40, blank=True)
-    bandwidth_gb_s = models.FloatField(_("memory bandwidth (GB/s)"), null=True, blank=True)
-    bf16_tflops_dense = models.FloatField(_("dense BF16 TFLOPS"), null=True, blank=True)
-    fp16_tflops_dense = models.FloatField(_("dense FP16 TFLOPS"), null=True, blank=True)
+    bandwidth_gb_s = models.FloatField(
+        _("memory bandwidth (GB/s)"), null=True, blank=True, validators=_bounded("bandwidth_gb_s")
+    )
+    bf16_tflops_dense = models.FloatField(
+        _("dense BF16 TFLOPS"), null=True, blank=True, validators=_bounded("bf16_tflops_dense")
+    )
+    fp16_tflops_dense = models.FloatField(
+        _("dense FP16 TFLOPS"), null=True, blank=True, validators=_bounded("fp16_tflops_dense")
+    )
     fp8_support = models.BooleanField(_("FP8 support"), default=False)
-    fp8_tflops_dense = models.FloatField(_("dense FP8 TFLOPS"), null=True, blank=True)
-    int8_tops_dense = models.FloatField(_("dense INT8 TOPS"), null=True, blank=True)
+    fp8_tflops_dense = models.FloatField(
+        _("dense FP8 TFLOPS"), null=True, blank=True, validators=_bounded("fp8_tflops_dense")
+    )
+    int8_tops_dense = models.FloatField(
+        _("dense INT8 TOPS"), null=True, blank=True, validators=_bounded("int8_tops_dense")
+    )
     interconnect = models.CharField(
         _("GPU-to-GPU interconnect"), max_length=20, choices=Interconnect.choices, blank=True
     )
     interconnect_gb_s = models.FloatField(
-        _("interconnect bandwidth (GB/s, one direction)"), null=True, blank=True
+        _("interconnect bandwidth (GB/s, one direction)"),
+        null=True,
+        blank=True,
+        validators=_bounded("interconnect_gb_s"),
     )
     form_factor = models.CharField(_("form factor"), max_length=40, blank=True)
     unified_memory = models.BooleanField(_("unified memory"), default=False)
     unified_usable_fraction = models.FloatField(
-        _("usable share of unified memory"), null=True, blank=True
+        _("usable share of unified memory"),
+        null=True,
+        blank=True,
+        validators=_bounded("unified_usable_fraction"),
     )
-    release_year = models.PositiveIntegerField(_("release year"), null=True, blank=True)
+    release_year = models.PositiveIntegerField(
+        _("release year"), null=True, blank=True, validators=_bounded("release_year")
+    )
     source = models.TextField(_("sources"), blank=True)
     notes = models.TextField(_("notes"), blank=True)
     active = models.BooleanField(_("active"), default=True)
@@ -250,14 +417,31 @@ class GpuSpec(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        super().clean()
+        usable, memory = self.usable_memory_bytes, self.memory_gb
+        if usable is not None and memory is not None and usable > self.nominal_bytes:
+            raise ValidationError(
+                {
+                    "usable_memory_bytes": _(
+                        "A driver cannot report more than the marketed %(gb)s GB "
+                        "(%(bytes)s bytes); check the figure."
+                    )
+                    % {"gb": f"{Decimal(memory).normalize():f}", "bytes": self.nominal_bytes}
+                }
+            )
+
     @property
     def usable_bytes(self) -> int:
-        """Memory a process can use: the driver's figure, or a default share of the marketed size."""
-        if self.usable_memory_bytes:
-            return int(self.usable_memory_bytes)
+        """Memory a process can use: the driver's figure, or a default share of the marketed size.
+        A figure outside ``GPU_BOUNDS``, or over the marketed size, is not used."""
+        usable = gpu_figure(self.usable_memory_bytes, "usable_memory_bytes")
+        if usable and usable <= self.nominal_bytes:
+            return int(usable)
         nominal = Decimal(self.memory_gb) * (1 << 30)
         if self.unified_memory:
-            return int(nominal * Decimal(str(self.unified_usable_fraction or 0.75)))
+            fraction = gpu_figure(self.unified_usable_fraction, "unified_usable_fraction")
+            return int(nominal * Decimal(str(fraction or 0.75)))
         return int(nominal * DEFAULT_USABLE_FRACTION)
 
     @property

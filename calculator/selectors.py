@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from collections import OrderedDict
 from collections.abc import Callable
@@ -14,7 +15,17 @@ from django.db.models import QuerySet
 
 from calculator.estimator import ConfigModel
 from calculator.estimator.speed import GpuPerformance
-from calculator.models import GpuSpec, ModelAlias, ModelPreset, alias_key
+from calculator.models import (
+    GPU_BOUNDS,
+    GpuSpec,
+    Interconnect,
+    ModelAlias,
+    ModelPreset,
+    alias_key,
+    gpu_figure,
+)
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,24 @@ def _another_organisation(text: str, preset: ModelPreset) -> bool:
     return not preset.aliases.filter(alias__iexact=text.strip()).exists()
 
 
+def preset_alias_owner(*, name: str, preset_id: int | None) -> ModelPreset | None:
+    """The other preset (not ``preset_id``) that ``name`` already finds through an alias."""
+    key = alias_key(name)
+    if not key:
+        return None
+    clash = ModelAlias.objects.filter(key=key).exclude(preset_id=preset_id).select_related("preset")
+    first = clash.first()
+    return first.preset if first is not None else None
+
+
+# difflib's similarity of two alias keys: a suggestion from SUGGEST_RATIO up; when none is, the
+# SUGGEST_LOOSE_LIMIT nearest from SUGGEST_LOOSE_RATIO up ('devstral' is 0.59 from
+# 'mistral7bv01'; 'xyz' is under 0.3 from every catalogue name).
+SUGGEST_RATIO = 0.6
+SUGGEST_LOOSE_RATIO = 0.5
+SUGGEST_LOOSE_LIMIT = 3
+
+
 def preset_suggest(*, text: str, limit: int = 8) -> list[ModelPreset]:
     """Presets whose aliases contain or resemble what was typed, best first."""
     key = alias_key(text)
@@ -86,9 +115,15 @@ def preset_suggest(*, text: str, limit: int = 8) -> list[ModelPreset]:
             score = 2.0 + len(key) / len(alias)
         else:
             score = difflib.SequenceMatcher(None, key, alias).ratio()
-            if score < 0.6:
+            if score < SUGGEST_LOOSE_RATIO:
                 continue
         scores[preset_id] = max(scores.get(preset_id, 0.0), score)
+    close = [pid for pid in scores if scores[pid] >= SUGGEST_RATIO]
+    if close:
+        scores = {pid: scores[pid] for pid in close}
+    else:
+        # Nothing close ('Devstral'): the few nearest still beat an empty "did you mean".
+        limit = min(limit, SUGGEST_LOOSE_LIMIT)
     best = sorted(scores, key=lambda pid: -scores[pid])[:limit]
     presets = ModelPreset.objects.in_bulk(best)
     return [presets[pid] for pid in best if pid in presets]
@@ -98,36 +133,66 @@ def preset_description(*, preset: ModelPreset) -> ConfigModel:
     """The estimator's description of a preset: its config.json and, for a checkpoint whose
     safetensors dtypes were read from the Hub, those element counts (so a pre-quantized
     checkpoint in its own format weighs exactly what it stores). Counts an admin edited into
-    something other than whole non-negative numbers are left out rather than guessed."""
+    something other than whole non-negative numbers are left out rather than guessed. A config
+    that is not a JSON object (the admin refuses one; SQL may not) is read as an empty one, so
+    the estimator names what is missing instead of the page failing."""
+    config = preset.config
+    if not isinstance(config, dict):
+        logger.warning("Preset %s: config is not a JSON object, read as {}", preset.slug)
+        config = {}
     dtypes = preset.hub_dtypes if isinstance(preset.hub_dtypes, dict) else {}
     valid = all(
         isinstance(count, int) and not isinstance(count, bool) and count >= 0
         for count in dtypes.values()
     )
     return ConfigModel(
-        config=preset.config,
+        config=config,
         checkpoint_dtypes={str(k): int(v) for k, v in dtypes.items()} if dtypes and valid else None,
     )
 
 
 def gpu_list() -> QuerySet[GpuSpec]:
-    return GpuSpec.objects.filter(active=True).order_by("-memory_gb", "name")
+    """Active GPUs whose memory is within ``GPU_BOUNDS`` (the admin refuses any other; a row
+    written past it is left out rather than break every page: see ``gpu_problems``)."""
+    low, high = GPU_BOUNDS["memory_gb"]
+    return GpuSpec.objects.filter(active=True, memory_gb__gte=low, memory_gb__lte=high).order_by(
+        "-memory_gb", "name"
+    )
+
+
+def gpu_problems() -> list[str]:
+    """The figures of active GPUs outside ``GPU_BOUNDS``, which the estimates ignore (a GPU
+    whose memory is out of bounds is left out): each as 'slug: field = value'."""
+    problems = []
+    for gpu in GpuSpec.objects.filter(active=True).order_by("slug"):
+        for name in GPU_BOUNDS:
+            value = getattr(gpu, name)
+            if value is not None and gpu_figure(value, name) is None:
+                problems.append(f"{gpu.slug}: {name} = {value!r}")
+        usable = gpu_figure(gpu.usable_memory_bytes, "usable_memory_bytes")
+        if usable and gpu_figure(gpu.memory_gb, "memory_gb") and usable > gpu.nominal_bytes:
+            problems.append(f"{gpu.slug}: usable_memory_bytes = {usable!r} > memory_gb")
+    return problems
 
 
 def gpu_performance(*, gpu: GpuSpec, count: int = 1) -> GpuPerformance | None:
     """What the speed estimate needs from a catalogue GPU (``count`` of them); None when the
-    catalogue has no memory bandwidth for it, since every speed figure starts from that."""
-    if not gpu.bandwidth_gb_s:
+    catalogue has no memory bandwidth for it, since every speed figure starts from that. A
+    figure outside ``GPU_BOUNDS`` counts as unknown."""
+    bandwidth = gpu_figure(gpu.bandwidth_gb_s, "bandwidth_gb_s")
+    if not bandwidth:
         return None
     vendor = gpu.vendor if gpu.vendor in {"nvidia", "amd", "intel", "apple"} else "other"
+    bf16 = gpu_figure(gpu.bf16_tflops_dense, "bf16_tflops_dense")
+    interconnect = gpu.interconnect if gpu.interconnect in Interconnect.values else ""
     return GpuPerformance(
-        bandwidth_gb_s=gpu.bandwidth_gb_s,
-        bf16_tflops=gpu.bf16_tflops_dense,
-        fp16_tflops=gpu.fp16_tflops_dense or gpu.bf16_tflops_dense,
-        fp8_tflops=gpu.fp8_tflops_dense,
-        int8_tops=gpu.int8_tops_dense,
-        interconnect=gpu.interconnect or "pcie",  # type: ignore[arg-type]
-        interconnect_gb_s=gpu.interconnect_gb_s,
+        bandwidth_gb_s=bandwidth,
+        bf16_tflops=bf16,
+        fp16_tflops=gpu_figure(gpu.fp16_tflops_dense, "fp16_tflops_dense") or bf16,
+        fp8_tflops=gpu_figure(gpu.fp8_tflops_dense, "fp8_tflops_dense"),
+        int8_tops=gpu_figure(gpu.int8_tops_dense, "int8_tops_dense"),
+        interconnect=interconnect or "pcie",  # type: ignore[arg-type]
+        interconnect_gb_s=gpu_figure(gpu.interconnect_gb_s, "interconnect_gb_s"),
         count=count,
         unified_memory=gpu.unified_memory,
         vendor=vendor,  # type: ignore[arg-type]
@@ -183,6 +248,8 @@ class CatalogueSnapshot:
         if version != self.version:
             self.version = version
             self.gpus = list(gpu_list())
+            for problem in gpu_problems():
+                logger.warning("GPU figure out of bounds, not used: %s", problem)
             self.matches = {}
             self.descriptions = {}
             self.families = {}

@@ -16,6 +16,7 @@ from django.utils import timezone
 from calculator.calculation import Calculation
 from calculator.estimator import Architecture, ConfigError
 from calculator.models import (
+    ModelAlias,
     PastedConfig,
     SavedResult,
     alias_key,
@@ -137,14 +138,45 @@ def _row_values(row: Any, fields: tuple[str, ...]) -> dict[str, Any]:
     return values
 
 
+def preset_lookup_names(*, slug: str, display_name: str, hf_repo: str) -> list[str]:
+    """The names a preset is found by without hand-made aliases: its slug, display name and
+    Hugging Face repo id (those with a letter or digit), each once."""
+    names = [slug, display_name, hf_repo]
+    return [name for name in dict.fromkeys(names) if name and alias_key(name)]
+
+
 def _seed_aliases(entry: dict[str, Any]) -> list[str]:
     names = [
-        entry["slug"],
-        entry["display_name"],
-        entry.get("hf_repo") or "",
+        *preset_lookup_names(
+            slug=entry["slug"],
+            display_name=entry["display_name"],
+            hf_repo=entry.get("hf_repo") or "",
+        ),
         *entry.get("aliases", []),
     ]
     return [name for name in dict.fromkeys(names) if name and alias_key(name)]
+
+
+def preset_aliases_derive(*, preset: Any, alias_model: Any = ModelAlias) -> list[str]:
+    """Give ``preset`` an alias for each of its lookup names that no alias of it spells yet
+    (as an alias key: ``alias_key``), so that its name, slug and repo id find it. Existing
+    aliases are kept, a previous name's too: links that use it still find the preset. A name
+    that is already another preset's alias is skipped (the admin form refuses it first).
+    Returns the aliases added. The model is passed in so a data migration can use its own."""
+    added = []
+    own = set(alias_model.objects.filter(preset_id=preset.pk).values_list("key", flat=True))
+    for name in preset_lookup_names(
+        slug=preset.slug, display_name=preset.display_name, hf_repo=preset.hf_repo
+    ):
+        key = alias_key(name)
+        if key in own:
+            continue
+        if alias_model.objects.filter(key=key).exclude(preset_id=preset.pk).exists():
+            continue
+        alias_model.objects.create(preset_id=preset.pk, alias=name[:200], key=key)
+        own.add(key)
+        added.append(name)
+    return added
 
 
 def catalogue_load_presets(

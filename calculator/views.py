@@ -18,6 +18,7 @@ from django.http import (
     QueryDict,
 )
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.utils.datastructures import MultiValueDict
 from django.utils.html import escape
 from django.utils.translation import gettext as _
@@ -64,6 +65,7 @@ from calculator.services import (
     saved_result_create,
 )
 from calculator.snapshots import saved_calculation
+from calculator.uploads import limit_text, oversize_fields
 
 logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 16_000
@@ -146,7 +148,8 @@ def submitted_query(request: HttpRequest) -> QueryDict:
     if request.method != "POST":
         return request.GET
     if "query" in request.POST and len(request.POST) <= 2:
-        query = QueryDict(request.POST["query"][:MAX_QUERY_CHARS], mutable=True)
+        # Whole, never cut: a cut query holds a cut config (the body is bounded already).
+        query = QueryDict(request.POST["query"], mutable=True)
         if request.POST.get("format"):
             query["format"] = request.POST["format"]
         return query
@@ -168,9 +171,11 @@ def permalink_for(
         if key in query and key not in unused:
             link.setlist(key, query.getlist(key))
     text = str(query.get("config") or "").strip()
-    if query.get("source") == "config" and text:
+    if query.get("source") == "config" and len(text) > forms_module.MAX_CONFIG_CHARS:
+        link.pop("config", None)  # refused as too long: neither stored nor linked
+    elif query.get("source") == "config" and text:
         if store_config or len(text) > MAX_LINKED_CONFIG_CHARS:
-            config_id = _stored_config_id(request, text[: forms_module.MAX_CONFIG_CHARS])
+            config_id = _stored_config_id(request, text)
             if config_id is not None:
                 link.pop("config", None)
                 link["cfg"] = config_id
@@ -280,6 +285,7 @@ def _seen_before(key: str) -> bool:
 def _index(request: HtmxHttpRequest) -> HttpResponse:
     query = submitted_query(request)
     form = CalculatorForm(form_data(query))
+    _oversize_errors(request, form)
     context: dict[str, Any] = {
         "form": form,
         "gpus": catalogue_for(request).gpus,
@@ -333,6 +339,24 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
         # every cached page), so a page showing one is not cached under it either.
         response["Cache-Control"] = "no-store"
     return response
+
+
+def _oversize_errors(request: HttpRequest, form: CalculatorForm) -> None:
+    """A field the post left out for its size (``calculator.uploads``) gets that message in
+    place of any other: a pasted config past ``MAX_CONFIG_CHARS`` is too long, any other field
+    is too large to send."""
+    unread = form.unread_fields()
+    for name, size in oversize_fields(request).items():
+        if name not in form.fields or name in unread:
+            continue
+        if name == "config" and size > forms_module.MAX_CONFIG_CHARS:
+            message = forms_module.config_too_long_message()
+        else:
+            message = _(
+                "Too large to send: this field held %(size)s, and a form may carry at most "
+                "%(limit)s in all."
+            ) % {"size": filesizeformat(size), "limit": limit_text()}
+        form.errors[name] = form.error_class([message])
 
 
 def _path_with(path: str, query: QueryDict) -> str:

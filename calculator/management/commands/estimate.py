@@ -21,8 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from calculator.calculation import Calculation, Card, own_card, with_card_memory
 from calculator.estimator import ConfigError, EstimateRequest
 from calculator.hub import HubError, hub_preset
-from calculator.models import GpuSpec
-from calculator.selectors import preset_description, preset_resolve
+from calculator.selectors import gpu_list, preset_description, preset_resolve
 
 # Far beyond a list of requests with pasted configs; a bound, so `--json /dev/zero` stops.
 MAX_INPUT_CHARS = 64 * 1024 * 1024
@@ -98,7 +97,7 @@ class Command(BaseCommand):
                 raise CommandError("--vram must be between 1 and 100000 GB.", returncode=2)
             card = own_card(options["vram"])
         elif options.get("gpu"):
-            card = GpuSpec.objects.filter(slug=options["gpu"], active=True).first()
+            card = gpu_list().filter(slug=options["gpu"]).first()
             if card is None:
                 raise CommandError(f"No GPU with slug {options['gpu']!r}.", returncode=2)
         try:
