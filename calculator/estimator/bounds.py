@@ -12,6 +12,7 @@ rows no column can hold.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,11 +61,13 @@ CONFIG_FIELD_MAXIMA: dict[str, int] = {
 MAX_CONFIG_INTEGER = 2**53 - 1
 
 # The document itself. Published configs nest four or five levels (quantization_config →
-# config_groups → group_0 → weights); integers past 64 bits or NUL characters appear in none
-# (PostgreSQL's jsonb refuses NUL; Python's float() refuses integers past 1.8·10³⁰⁸).
+# config_groups → group_0 → weights); NUL characters appear in none (PostgreSQL's jsonb refuses
+# them). Integers are refused only past what a float can hold (Python's float() fails past
+# 1.8·10³⁰⁸): PostgreSQL hands a stored 1e+308 (Nemotron-H's time_step_limit) back as a
+# 309-digit integer, and the fields the readers use have maxima of their own.
 MAX_CONFIG_DEPTH = 20
 MAX_CONFIG_VALUES = 200_000
-MAX_DOCUMENT_INTEGER = 2**64
+MAX_DOCUMENT_INTEGER = int(sys.float_info.max)
 
 
 class DocumentError(ValueError):
@@ -80,7 +83,7 @@ class DocumentError(ValueError):
 
 def check_config_document(config: Any) -> None:
     """Raise ``DocumentError`` when ``config`` nests deeper than ``MAX_CONFIG_DEPTH``, holds
-    more than ``MAX_CONFIG_VALUES`` values, an integer past ±2⁶⁴ or a NUL character. Walks the
+    more than ``MAX_CONFIG_VALUES`` values, an integer past any float or a NUL character. Walks the
     document once with an explicit stack (a recursive walk is what a deep document attacks)."""
     stack: list[tuple[Any, tuple[str, ...]]] = [(config, ())]
     seen = 0
@@ -107,7 +110,7 @@ def check_config_document(config: Any) -> None:
             if "\x00" in value:
                 raise DocumentError("The config holds a NUL character in a text value.", path)
         elif isinstance(value, int) and abs(value) > MAX_DOCUMENT_INTEGER:
-            raise DocumentError("The config holds an integer beyond 64 bits.", path)
+            raise DocumentError("The config holds an integer no number type can hold.", path)
 
 
 def shown(value: float) -> str:

@@ -70,7 +70,8 @@ def test_saving_the_reviews_link_is_refused_with_a_reason(client):
         ("-Infinity", "finite"),
         ("1e400", "finite"),  # Python's parser reads 1e400 as Infinity
         ("1e300", "at most 1,000,000"),
-        ("1" + "0" * 200, "64 bits"),
+        ("1" + "0" * 200, "at most 1,000,000"),
+        ("1" + "0" * 400, "no number type"),
     ],
 )
 def test_impossible_numbers_in_an_api_config_are_a_422_naming_the_field(
