@@ -582,7 +582,14 @@ class Calculation:
 
     def _vllm_advice(self) -> dict[str, Any]:
         context: dict[str, Any] = {
-            "vllm_levers": {"longest": self.vllm_longest, "concurrency": self.vllm_concurrency}
+            "vllm_levers": {
+                "longest": self.vllm_longest,
+                "concurrency": self.vllm_concurrency,
+                # vLLM refuses a --max-model-len past the model's window unless told otherwise.
+                "beyond": presenters.context_warning(
+                    self.vllm_longest, self.arch.max_position_embeddings
+                ),
+            }
         }
         if self.catalogue is not None:
             context["fits"] = self._vllm_gpu_fits()
@@ -706,9 +713,24 @@ def with_card_memory(fields: dict[str, Any], card: Card | None) -> dict[str, Any
     return {**fields, "vllm": {**settings, "gpu_memory_bytes": card.usable_bytes}}
 
 
+def with_vllm_context(fields: dict[str, Any]) -> dict[str, Any]:
+    """A request's fields before validation with vLLM's ``--max-model-len`` read from its
+    ``seq_len``, as the page's form maps its sequence length: a vllm request that gives
+    ``seq_len`` but not ``vllm.max_model_len`` gets it. Without either, vLLM's own default (the
+    model's window) stays."""
+    if fields.get("runtime") != "vllm" or fields.get("seq_len") is None:
+        return fields
+    settings = fields.get("vllm")
+    settings = settings if isinstance(settings, dict) else {}
+    if settings.get("max_model_len") is not None:
+        return fields
+    return {**fields, "vllm": {**settings, "max_model_len": fields["seq_len"]}}
+
+
 def request_on_card(fields: dict[str, Any], card: Card | None) -> EstimateRequest:
-    """The estimator's request from its fields, vLLM's memory filled from ``card``."""
-    return EstimateRequest.model_validate(with_card_memory(fields, card))
+    """The estimator's request from its fields, vLLM's memory filled from ``card`` and its
+    context from ``seq_len`` (``with_vllm_context``)."""
+    return EstimateRequest.model_validate(with_card_memory(with_vllm_context(fields), card))
 
 
 def chart_contexts(tokens: int) -> list[int]:
