@@ -34,7 +34,8 @@ from calculator.estimator.runtimes import (
     longest_max_model_len,
     most_gpu_layers_that_fit,
 )
-from calculator.estimator.runtimes.vllm import VllmOptions, weights_bytes
+from calculator.estimator.runtimes.llama_cpp import gpu_slot_bytes, layer_split_gpu_bytes
+from calculator.estimator.runtimes.vllm import VllmOptions, unsupported_gpu, weights_bytes
 from calculator.estimator.speed import SpeedResult, estimate_speed, speed_series
 from calculator.models import GpuSpec, ModelPreset
 from calculator.selectors import CatalogueSnapshot, gpu_performance
@@ -567,18 +568,36 @@ class Calculation:
                 "host_bytes": self.result.host_bytes,
             }
         if self.catalogue is not None:
-            context["fits"] = presenters.gpu_fits(
-                self.catalogue.gpus, {1: self._full_offload_total()}
-            )
+            context["fits"] = presenters.gpu_fits(self.catalogue.gpus, self._layer_split_totals())
         return context
 
-    def _full_offload_total(self) -> int:
+    def _full_offload(self) -> EstimateResult:
         if self.request.llama_cpp is None or self.request.llama_cpp.n_gpu_layers is None:
-            return self.result.total_bytes
+            return self.result
         changed = self.request.model_copy(
             update={"llama_cpp": self.request.llama_cpp.model_copy(update={"n_gpu_layers": None})}
         )
-        return presenters.cached_estimate(changed).total_bytes
+        return presenters.cached_estimate(changed)
+
+    def _layer_split_totals(self) -> dict[int, int]:
+        """Bytes on the fullest GPU when llama.cpp splits every layer over n equal GPUs (``-sm
+        layer``, its default with several GPUs), each with its CUDA context; one GPU: the full
+        offload's total. The counts stop once the smallest card holds the job."""
+        assert self.catalogue is not None
+        full = self._full_offload()
+        totals = {1: full.total_bytes}
+        smallest = min((gpu.usable_bytes for gpu in self.catalogue.gpus), default=0)
+        options = llama_cpp_options(self.request).model_copy(update={"n_gpu_layers": None})
+        slots: list[int] | None = None
+        for n in presenters.SHARDING_STEPS[1:]:
+            if min(totals.values()) <= smallest:
+                break
+            if slots is None:
+                typed = llama_cpp_tensor_types(self.request)
+                slots = gpu_slot_bytes(self.arch, typed, options)
+            devices = layer_split_gpu_bytes(self.arch, options, n, slots=slots)
+            totals[n] = max(devices) + full.breakdown.cuda_context
+        return totals
 
     def _vllm_advice(self) -> dict[str, Any]:
         context: dict[str, Any] = {
@@ -593,6 +612,8 @@ class Calculation:
         }
         if self.catalogue is not None:
             context["fits"] = self._vllm_gpu_fits()
+            context["fits_refused"] = self.vllm_refused
+            context["vllm_quantization"] = self.vllm_quantization
         return context
 
     def _vllm_gpu_fits(self) -> list[presenters.GpuGroup]:
@@ -612,7 +633,27 @@ class Calculation:
             self.catalogue.gpus,
             weights,
             lambda gpu, tp: estimate_vllm(self.arch, at(tp, gpu)).fits,
+            lambda gpu: self.vllm_refuses(gpu) is None,
         )
+
+    def vllm_refuses(self, gpu: GpuSpec) -> str | None:
+        """Why vLLM cannot serve this request's quantization on ``gpu`` (None: it can)."""
+        return unsupported_gpu(
+            vendor=gpu.vendor, fp8_support=gpu.fp8_support, quantization=self.vllm_quantization
+        )
+
+    @cached_property
+    def vllm_quantization(self) -> str:
+        """vLLM's --quantization for this request (the checkpoint's when none is chosen)."""
+        return vllm_options(self.request).quantization
+
+    @cached_property
+    def vllm_refused(self) -> dict[str, bool]:
+        """Which reasons the cards vLLM cannot use have, for the note under the GPU list."""
+        reasons = (
+            {self.vllm_refuses(gpu) for gpu in self.catalogue.gpus} if self.catalogue else set()
+        )
+        return {"platform": "platform" in reasons, "quantization": "quantization" in reasons}
 
     def smaller_model(self, usable_bytes: int) -> dict[str, Any] | None:
         """The largest smaller model of the same family that fits at 16, 8 or 4 bits."""

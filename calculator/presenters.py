@@ -496,33 +496,44 @@ class GpuGroup:
     count: int | None
     per_gpu_bytes: int | None
     gpus: list[GpuSpec]
+    runs: bool = True  # False: the runtime cannot use these cards at all
 
 
 def gpu_fits(
     gpus: list[GpuSpec],
     totals: dict[int, int],
     fits: Callable[[GpuSpec, int], bool] | None = None,
+    runs: Callable[[GpuSpec], bool] | None = None,
 ) -> list[GpuGroup]:
     """Catalogue GPUs grouped by how many of them hold the job, fewest first, smallest card first.
     ``totals``: bytes per GPU when the job spans n of them; ``fits(gpu, n)``: whether n such
-    cards hold it (by default when a card's usable memory holds ``totals[n]``)."""
+    cards hold it (by default when a card's usable memory holds ``totals[n]``); ``runs(gpu)``:
+    whether the runtime can use the card at all (those it cannot come last, in a group of
+    their own)."""
 
     def holds(gpu: GpuSpec, n: int) -> bool:
         return fits(gpu, n) if fits is not None else totals[n] <= gpu.usable_bytes
 
     groups: dict[int | None, list[GpuSpec]] = {}
+    refused: list[GpuSpec] = []
     for gpu in gpus:
+        if runs is not None and not runs(gpu):
+            refused.append(gpu)
+            continue
         needed = next((n for n in sorted(totals) if holds(gpu, n)), None)
         groups.setdefault(needed, []).append(gpu)
     ordered = sorted(groups.items(), key=lambda item: item[0] or 10**6)
-    return [
-        GpuGroup(
-            count,
-            totals[count] if count else None,
-            sorted(members, key=lambda gpu: (float(gpu.memory_gb), gpu.name)),
-        )
+
+    def by_size(members: list[GpuSpec]) -> list[GpuSpec]:
+        return sorted(members, key=lambda gpu: (float(gpu.memory_gb), gpu.name))
+
+    listed = [
+        GpuGroup(count, totals[count] if count else None, by_size(members))
         for count, members in ordered
     ]
+    if refused:
+        listed.append(GpuGroup(None, None, by_size(refused), runs=False))
+    return listed
 
 
 def markdown(
