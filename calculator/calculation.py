@@ -534,8 +534,16 @@ class Calculation:
                 "precision_quality": presenters.PRECISION_QUALITY.get(precision or ""),
             }
             if result.total_bytes > usable:
+                # Offloads may use the system RAM the visitor gave, shared by a machine's GPUs.
+                host_limit = (
+                    int(self.host_ram_gb * 1e9) // self.gpus_per_machine
+                    if self.host_ram_gb
+                    else None
+                )
                 context["levers"]["combination"] = _or_none(
-                    lambda: presenters.best_combination(request, usable, max_context)
+                    lambda: presenters.best_combination(
+                        request, usable, max_context, host_bytes_limit=host_limit
+                    )
                 )
             switches = result.switches
             if switches is not None and switches.activation_checkpointing == "none":
