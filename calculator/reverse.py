@@ -86,6 +86,10 @@ class Workload:
     seq_len: int
     batch_size: int
     runtime: str = "transformers"
+    # Training only: the training stack, and whether activations are checkpointed (full
+    # checkpointing: each layer keeps its input) or not at all.
+    training_stack: str = "hf_trainer"
+    checkpointing: bool = False
 
     @property
     def precisions(self) -> tuple[str, ...]:
@@ -112,6 +116,8 @@ class Workload:
         }
         if self.mode != "inference":
             fields["kv_cache_precision"] = None
+            fields["training_stack"] = self.training_stack
+            fields["activation_checkpointing"] = "full" if self.checkpointing else "none"
         if self.runtime == "llama_cpp":
             # All layers on the GPU, -c holding batch slots of seq tokens (as the calculator
             # form builds it); llama-server's defaults otherwise.
@@ -556,6 +562,12 @@ def calculator_query(
             params["mixed"] = "on"
         if workload.mode == "inference":
             params["kv"] = "bf16"
+        else:
+            params["stack"] = workload.training_stack
+            if workload.checkpointing:
+                params.update(ckpt="on", act_ckpt="full")
+            else:
+                params["act_ckpt"] = "none"
     if gpu_slug:
         params["gpu"] = gpu_slug
     elif vram_gb:

@@ -38,6 +38,7 @@ from calculator.forms import (
     DEFAULTS,
     FITS_MODE_CHOICES,
     PERMALINK_KEYS,
+    STACK_CHOICES,
     CalculatorForm,
     FitsForm,
     attach_estimator_error,
@@ -727,11 +728,17 @@ def _fits(request: HttpRequest, form: FitsForm, catalogue: CatalogueSnapshot) ->
         return render(request, "calculator/fits.html", context)
     c = form.cleaned_data
     workload = reverse.Workload(
-        mode=c["mode"], seq_len=c["seq"], batch_size=c["batch"], runtime=c["runtime"]
+        mode=c["mode"],
+        seq_len=c["seq"],
+        batch_size=c["batch"],
+        runtime=c["runtime"],
+        training_stack=c.get("stack") or "hf_trainer",
+        checkpointing=c.get("ckpt") == "on",
     )
     presets = catalogue.presets()
     context["workload"] = workload
     context["mode_label"] = dict(FITS_MODE_CHOICES)[workload.mode]
+    context["stack_label"] = dict(STACK_CHOICES)[workload.training_stack]
     context["precisions"] = workload.precisions
     context["large_quality_loss"] = reverse.LARGE_QUALITY_LOSS
     try:
