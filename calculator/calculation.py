@@ -518,7 +518,12 @@ class Calculation:
         max_context = self.arch.max_position_embeddings
         if gpu is not None:
             usable = gpu.usable_bytes
-            precision = _or_none(lambda: presenters.highest_fitting_precision(request, usable))
+            # QLoRA's base weights are 4-bit NF4 by definition: no weight format to offer.
+            precision = (
+                None
+                if request.mode == "qlora"
+                else _or_none(lambda: presenters.highest_fitting_precision(request, usable))
+            )
             context["levers"] = {
                 # A lever a setting cannot take (a context that context parallelism cannot
                 # split, say) is left out rather than guessed.
@@ -531,6 +536,7 @@ class Calculation:
                     lambda: presenters.largest_fitting(request, "batch_size", usable, 1 << 16)
                 ),
                 "precision": precision,
+                "precision_applies": request.mode != "qlora",
                 "precision_quality": presenters.PRECISION_QUALITY.get(precision or ""),
             }
             if result.total_bytes > usable:
@@ -700,7 +706,8 @@ class Calculation:
                     break
             return {
                 "preset": candidate,
-                "precision": best,
+                # QLoRA: the smaller model's weights are NF4 too, not a format to choose.
+                "precision": None if request.mode == "qlora" else best,
                 "total_bytes": best_total,
                 "quality": presenters.PRECISION_QUALITY[best],
             }

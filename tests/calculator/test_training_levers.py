@@ -125,3 +125,32 @@ def test_an_offload_is_offered_only_within_the_system_ram_given(client):
     assert "optimizer_offload" in [switch.key for switch in roomy.switches]
     tight = client.get(query + "&ram=32").context["levers"].get("combination")
     assert tight is None or "optimizer_offload" not in [s.key for s in tight.switches]
+
+
+def test_qlora_levers_never_offer_a_weight_format(client):
+    # Mistral 7B QLoRA with checkpointing fits a 24 GB card; "Most precise weights that fit:
+    # FP32" was offered although QLoRA's base weights are NF4 whatever the precision field says.
+    response = client.get(
+        "/?model=Mistral+7B+v0.1&mode=qlora&gpu=rtx-4090-24gb&seq=4096&ckpt=on&act_ckpt=full"
+    )
+    assert response.context["levers"]["precision"] is None
+    assert "Most precise weights that fit" not in text(response)
+    lora = client.get(
+        "/?model=Mistral+7B+v0.1&mode=lora&gpu=rtx-4090-24gb&seq=1024&ckpt=on&act_ckpt=full"
+    )
+    assert "Most precise weights that fit" in text(lora)
+
+
+def test_qlora_smaller_model_is_not_labelled_with_a_weight_format(client):
+    # Qwen2.5 14B QLoRA does not fit 8 GB; the smaller model of its line was offered as
+    # "· BF16", a format QLoRA does not load its base weights in.
+    response = client.get(
+        "/?model=Qwen2.5+14B&mode=qlora&gpu=rtx-4060-laptop-8gb&seq=2048&ckpt=on&act_ckpt=full"
+    )
+    smaller = response.context["smaller_model"]
+    assert smaller is not None
+    assert smaller["precision"] is None
+    body = text(response)
+    line = body[body.index("Or a smaller model of the same family:") :][:120]
+    assert smaller["preset"].display_name in line
+    assert "BF16" not in line
