@@ -753,10 +753,17 @@ def _fits(request: HttpRequest, form: FitsForm, catalogue: CatalogueSnapshot) ->
         )
         if usable:
             speed_gpu = gpu_performance(gpu=gpu, count=c["count"]) if gpu else None
+            # A catalogue GPU: only the formats the runtime can use on it (vLLM has no kernel
+            # for some quantizations on some cards, and no GPU backend on Apple's).
+            formats = (
+                reverse.runnable_formats(workload, vendor=gpu.vendor, fp8_support=gpu.fp8_support)
+                if gpu
+                else workload.precisions
+            )
             models = catalogue.derived(
                 ("models_that_fit", workload, usable, c["count"], gpu.slug if gpu else None),
                 lambda: reverse.models_that_fit(
-                    workload, presets, usable, c["count"], speed_gpu=speed_gpu
+                    workload, presets, usable, c["count"], speed_gpu=speed_gpu, formats=formats
                 ),
             )
             context["own"] = {
@@ -766,6 +773,8 @@ def _fits(request: HttpRequest, form: FitsForm, catalogue: CatalogueSnapshot) ->
                 "usable_bytes": usable,
                 "models": models,
                 "speed": speed_gpu is not None,
+                "runs": bool(formats),
+                "left_out": [p for p in workload.precisions if p not in formats],
             }
     except (ConfigError, PydanticValidationError) as error:
         # A setting the searches cannot express (the reverse module keeps its probes within

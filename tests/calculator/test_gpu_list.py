@@ -126,3 +126,24 @@ def test_over_two_gpus_every_tensor_is_on_exactly_one():
     compute = one.compute_buffer.gpu
     assert sum(two) == one.model_buffer.gpu + one.kv_buffer.gpu + 2 * (compute + 3 * inputs)
     assert layer_split_gpu_bytes(arch, options, 1) == [one.gpu_bytes]
+
+
+def test_fits_under_vllm_on_an_apple_gpu_lists_nothing_and_says_why(client):
+    # The same rule on "What fits in my VRAM": vLLM does not use a Mac's GPU.
+    response = client.get("/fits/?runtime=vllm&gpu=apple-m3-max-128gb")
+    assert response.context["own"]["models"] == []
+    assert 'data-testid="fits-does-not-run"' in response.content.decode()
+
+
+def test_fits_under_vllm_on_an_mi250_offers_only_what_rocm_runs(client):
+    # vLLM's table for AMD GPUs: FP8 (needing FP8 in hardware, which CDNA2 lacks), no AWQ;
+    # the published BF16 weights run.
+    response = client.get("/fits/?runtime=vllm&gpu=mi250-128gb")
+    models = response.context["own"]["models"]
+    assert models
+    assert {fit.precision for fit in models} == {"none"}
+    assert response.context["own"]["left_out"] == ["fp8", "awq"]
+    assert 'data-testid="fits-left-out"' in response.content.decode()
+    # An MI300X (CDNA3) has FP8 in hardware: only AWQ is left out.
+    mi300 = client.get("/fits/?runtime=vllm&gpu=mi300x-192gb").context["own"]
+    assert mi300["left_out"] == ["awq"]
