@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
 from calculator.estimator.bounds import MAX_BATCH, MAX_SEQ_LEN
+from calculator.estimator.stacks import STACKS
 from calculator.l10n import decimal, gettext_memo, labels
 from calculator.models import GpuSpec
 
@@ -818,8 +819,6 @@ def training_switches(request: EstimateRequest, result: EstimateResult) -> list[
     """The switches that would lower this run's memory and are not on yet, cheapest first: each
     one the training stack has (``Stack.offloads`` for the offloads; parameter offload for full
     training only, and with DeepSpeed under ZeRO-3, as ``offload_param`` requires)."""
-    from calculator.estimator.stacks import STACKS
-
     switches = result.switches
     if switches is None:
         return []
@@ -866,7 +865,7 @@ def training_combination(
     bits = WEIGHT_BITS.get(request.precision, 16)
     formats: list[str | None] = [None]
     if request.mode == "lora":
-        formats += [p for p in ("int8", "int4") if WEIGHT_BITS[p] < bits]
+        formats += [p for p in ("bf16", "int8", "int4") if WEIGHT_BITS[p] < bits]
 
     def built(on: list[TrainingSwitch], precision: str | None, tokens: int) -> EstimateRequest:
         changes: dict[str, object] = {"seq_len": tokens}

@@ -154,3 +154,17 @@ def test_qlora_smaller_model_is_not_labelled_with_a_weight_format(client):
     line = body[body.index("Or a smaller model of the same family:") :][:120]
     assert smaller["preset"].display_name in line
     assert "BF16" not in line
+
+
+def test_lora_in_fp32_is_offered_16_bit_weights_first(client):
+    # FP32 weights of Llama 3.1 8B are 8,030,261,248 × 4 B = 32.1 GB, more than a 24 GB card;
+    # BF16 halves them at no quality cost, before any 8- or 4-bit format.
+    assert round(8_030_261_248 * 4 / 1e9, 1) == 32.1
+    response = client.get(
+        "/?model=Llama+3.1+8B&mode=lora&precision=fp32&gpu=rtx-4090-24gb&seq=1024"
+        "&ckpt=on&act_ckpt=full"
+    )
+    best = response.context["levers"]["combination"]
+    assert best.precision == "bf16"
+    assert best.switches == ()
+    assert best.seq_len == 1024
