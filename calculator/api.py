@@ -26,6 +26,7 @@ from calculator.estimator import (
     EstimateRequest,
     EstimateResult,
 )
+from calculator.estimator.bounds import MAX_SEQ_LEN
 from calculator.estimator.schemas import model_kind
 from calculator.estimator.speed import SpeedResult
 from calculator.forms import DEFAULTS, CalculatorForm
@@ -89,6 +90,14 @@ class ApiEstimateRequest(EstimateRequest):
         | Annotated[HubModel, Tag("hub")],
         Discriminator(_api_model_kind),
     ]
+    seq_len: int = Field(
+        default=2048,
+        ge=1,
+        le=MAX_SEQ_LEN,
+        description="Tokens per sequence. With the vllm runtime it is vLLM's --max-model-len, as "
+        "on the page, unless vllm.max_model_len is given; without either, vLLM's own default "
+        "(the model's context window).",
+    )
     gpu: str | None = Field(
         default=None,
         max_length=100,
@@ -296,6 +305,8 @@ def _resolve(
 ) -> tuple[EstimateRequest, ModelPreset | None]:
     preset = None
     fields = payload.model_dump(exclude={"gpu", "model", "ram_gb"})
+    if "seq_len" not in payload.model_fields_set:
+        del fields["seq_len"]  # its default: vLLM's context is then the model's window
     if isinstance(payload.model, HubModel):
         preset = hub_preset(
             text=payload.model.hub,

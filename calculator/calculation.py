@@ -35,7 +35,8 @@ from calculator.estimator.runtimes import (
     longest_max_model_len,
     most_gpu_layers_that_fit,
 )
-from calculator.estimator.runtimes.vllm import VllmOptions, weights_bytes
+from calculator.estimator.runtimes.llama_cpp import gpu_slot_bytes, layer_split_gpu_bytes
+from calculator.estimator.runtimes.vllm import VllmOptions, unsupported_gpu, weights_bytes
 from calculator.estimator.speed import GPUS_PER_NODE, SpeedResult, estimate_speed, speed_series
 from calculator.models import GpuSpec, ModelPreset
 from calculator.selectors import CatalogueSnapshot, gpu_performance
@@ -584,7 +585,12 @@ class Calculation:
         max_context = self.arch.max_position_embeddings
         if gpu is not None:
             usable = gpu.usable_bytes
-            precision = _or_none(lambda: presenters.highest_fitting_precision(request, usable))
+            # QLoRA's base weights are 4-bit NF4 by definition: no weight format to offer.
+            precision = (
+                None
+                if request.mode == "qlora"
+                else _or_none(lambda: presenters.highest_fitting_precision(request, usable))
+            )
             context["levers"] = {
                 # A lever a setting cannot take (a context that context parallelism cannot
                 # split, say) is left out rather than guessed.
@@ -597,11 +603,20 @@ class Calculation:
                     lambda: presenters.largest_fitting(request, "batch_size", usable, 1 << 16)
                 ),
                 "precision": precision,
+                "precision_applies": request.mode != "qlora",
                 "precision_quality": presenters.PRECISION_QUALITY.get(precision or ""),
             }
             if result.total_bytes > usable:
+                # Offloads may use the system RAM the visitor gave, shared by a machine's GPUs.
+                host_limit = (
+                    int(self.host_ram_gb * 1e9) // self.gpus_per_machine
+                    if self.host_ram_gb
+                    else None
+                )
                 context["levers"]["combination"] = _or_none(
-                    lambda: presenters.best_combination(request, usable, max_context)
+                    lambda: presenters.best_combination(
+                        request, usable, max_context, host_bytes_limit=host_limit
+                    )
                 )
             switches = result.switches
             if switches is not None and switches.activation_checkpointing == "none":
@@ -646,25 +661,51 @@ class Calculation:
                 "ram_short": ram_short,
             }
         if self.catalogue is not None:
-            context["fits"] = presenters.gpu_fits(
-                self.catalogue.gpus, {1: self._full_offload_total()}
-            )
+            context["fits"] = presenters.gpu_fits(self.catalogue.gpus, self._layer_split_totals())
         return context
 
-    def _full_offload_total(self) -> int:
+    def _full_offload(self) -> EstimateResult:
         if self.request.llama_cpp is None or self.request.llama_cpp.n_gpu_layers is None:
-            return self.result.total_bytes
+            return self.result
         changed = self.request.model_copy(
             update={"llama_cpp": self.request.llama_cpp.model_copy(update={"n_gpu_layers": None})}
         )
-        return presenters.cached_estimate(changed).total_bytes
+        return presenters.cached_estimate(changed)
+
+    def _layer_split_totals(self) -> dict[int, int]:
+        """Bytes on the fullest GPU when llama.cpp splits every layer over n equal GPUs (``-sm
+        layer``, its default with several GPUs), each with its CUDA context; one GPU: the full
+        offload's total. The counts stop once the smallest card holds the job."""
+        assert self.catalogue is not None
+        full = self._full_offload()
+        totals = {1: full.total_bytes}
+        smallest = min((gpu.usable_bytes for gpu in self.catalogue.gpus), default=0)
+        options = llama_cpp_options(self.request).model_copy(update={"n_gpu_layers": None})
+        slots: list[int] | None = None
+        for n in presenters.SHARDING_STEPS[1:]:
+            if min(totals.values()) <= smallest:
+                break
+            if slots is None:
+                slots = gpu_slot_bytes(self.arch, llama_cpp_layout(self.request), options)
+            devices = layer_split_gpu_bytes(self.arch, options, n, slots=slots)
+            totals[n] = max(devices) + full.breakdown.cuda_context
+        return totals
 
     def _vllm_advice(self) -> dict[str, Any]:
         context: dict[str, Any] = {
-            "vllm_levers": {"longest": self.vllm_longest, "concurrency": self.vllm_concurrency}
+            "vllm_levers": {
+                "longest": self.vllm_longest,
+                "concurrency": self.vllm_concurrency,
+                # vLLM refuses a --max-model-len past the model's window unless told otherwise.
+                "beyond": presenters.context_warning(
+                    self.vllm_longest, self.arch.max_position_embeddings
+                ),
+            }
         }
         if self.catalogue is not None:
             context["fits"] = self._vllm_gpu_fits()
+            context["fits_refused"] = self.vllm_refused
+            context["vllm_quantization"] = self.vllm_quantization
         return context
 
     def _vllm_gpu_fits(self) -> list[presenters.GpuGroup]:
@@ -684,7 +725,27 @@ class Calculation:
             self.catalogue.gpus,
             weights,
             lambda gpu, tp: estimate_vllm(self.arch, at(tp, gpu)).fits,
+            lambda gpu: self.vllm_refuses(gpu) is None,
         )
+
+    def vllm_refuses(self, gpu: GpuSpec) -> str | None:
+        """Why vLLM cannot serve this request's quantization on ``gpu`` (None: it can)."""
+        return unsupported_gpu(
+            vendor=gpu.vendor, fp8_support=gpu.fp8_support, quantization=self.vllm_quantization
+        )
+
+    @cached_property
+    def vllm_quantization(self) -> str:
+        """vLLM's --quantization for this request (the checkpoint's when none is chosen)."""
+        return vllm_options(self.request).quantization
+
+    @cached_property
+    def vllm_refused(self) -> dict[str, bool]:
+        """Which reasons the cards vLLM cannot use have, for the note under the GPU list."""
+        reasons = (
+            {self.vllm_refuses(gpu) for gpu in self.catalogue.gpus} if self.catalogue else set()
+        )
+        return {"platform": "platform" in reasons, "quantization": "quantization" in reasons}
 
     def smaller_model(self, usable_bytes: int) -> dict[str, Any] | None:
         """The largest smaller model of the same family that fits at 16, 8 or 4 bits."""
@@ -723,7 +784,8 @@ class Calculation:
                     break
             return {
                 "preset": candidate,
-                "precision": best,
+                # QLoRA: the smaller model's weights are NF4 too, not a format to choose.
+                "precision": None if request.mode == "qlora" else best,
                 "total_bytes": best_total,
                 "quality": presenters.PRECISION_QUALITY[best],
             }
@@ -799,9 +861,24 @@ def with_card_memory(fields: dict[str, Any], card: Card | None) -> dict[str, Any
     return {**fields, "vllm": {**settings, "gpu_memory_bytes": card.usable_bytes}}
 
 
+def with_vllm_context(fields: dict[str, Any]) -> dict[str, Any]:
+    """A request's fields before validation with vLLM's ``--max-model-len`` read from its
+    ``seq_len``, as the page's form maps its sequence length: a vllm request that gives
+    ``seq_len`` but not ``vllm.max_model_len`` gets it. Without either, vLLM's own default (the
+    model's window) stays."""
+    if fields.get("runtime") != "vllm" or fields.get("seq_len") is None:
+        return fields
+    settings = fields.get("vllm")
+    settings = settings if isinstance(settings, dict) else {}
+    if settings.get("max_model_len") is not None:
+        return fields
+    return {**fields, "vllm": {**settings, "max_model_len": fields["seq_len"]}}
+
+
 def request_on_card(fields: dict[str, Any], card: Card | None) -> EstimateRequest:
-    """The estimator's request from its fields, vLLM's memory filled from ``card``."""
-    return EstimateRequest.model_validate(with_card_memory(fields, card))
+    """The estimator's request from its fields, vLLM's memory filled from ``card`` and its
+    context from ``seq_len`` (``with_vllm_context``)."""
+    return EstimateRequest.model_validate(with_card_memory(with_vllm_context(fields), card))
 
 
 def chart_contexts(tokens: int) -> list[int]:

@@ -890,6 +890,15 @@ class FitsForm(forms.Form):
     gpu = forms.CharField(label=_("Your GPU"), max_length=100, required=False)
     gb = _float(_("…or its memory (GB)"), 1, 100_000)
     count = _int(_("Number of GPUs"), 1, 1024)
+    stack = forms.ChoiceField(label=_("Training stack"), choices=STACK_CHOICES, required=False)
+    ckpt = forms.ChoiceField(
+        label=_("Gradient checkpointing"),
+        choices=[("", _("the mode's default")), *ON_OFF_CHOICES],
+        required=False,
+        help_text=_(
+            "Default: on for LoRA and QLoRA, as their usual recipes run them (PEFT's prepare_model_for_kbit_training, the QLoRA paper's scripts, Unsloth, torchtune); off for full fine-tuning, the Trainer's default."
+        ),
+    )
 
     DEFAULTS: dict[str, Any] = {
         "mode": "inference",
@@ -898,9 +907,23 @@ class FitsForm(forms.Form):
         "batch": 1,
         "count": 1,
     }
+    # Checkpointing by default where the usual recipes turn it on: PEFT's
+    # prepare_model_for_kbit_training(use_gradient_checkpointing=True) for QLoRA, the QLoRA
+    # paper's qlora.py (--gradient_checkpointing True), Unsloth (use_gradient_checkpointing=
+    # "unsloth") and torchtune's LoRA recipes (enable_activation_checkpointing: True). Full
+    # fine-tuning keeps TrainingArguments' default, gradient_checkpointing=False.
+    CHECKPOINTING_BY_DEFAULT = frozenset({"lora", "qlora"})
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        mode = cleaned.get("mode")
+        if mode in (None, "inference"):
+            # Inference reads neither: left out of the page's key and of its links.
+            cleaned["stack"] = cleaned["ckpt"] = None
+        else:
+            cleaned["stack"] = cleaned.get("stack") or "hf_trainer"
+            default = "on" if mode in self.CHECKPOINTING_BY_DEFAULT else "off"
+            cleaned["ckpt"] = cleaned.get("ckpt") or default
         check_runtime(self, cleaned, gpus_field="count")
         seq, batch = cleaned.get("seq"), cleaned.get("batch")
         if cleaned.get("runtime") == "llama_cpp" and seq and batch and seq * batch > MAX_SEQ_LEN:

@@ -16,6 +16,7 @@ from django.utils.translation import gettext_noop
 
 from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
 from calculator.estimator.bounds import MAX_BATCH, MAX_SEQ_LEN
+from calculator.estimator.stacks import STACKS
 from calculator.l10n import decimal, gettext_memo, labels
 from calculator.models import GpuSpec
 
@@ -526,33 +527,44 @@ class GpuGroup:
     count: int | None
     per_gpu_bytes: int | None
     gpus: list[GpuSpec]
+    runs: bool = True  # False: the runtime cannot use these cards at all
 
 
 def gpu_fits(
     gpus: list[GpuSpec],
     totals: dict[int, int],
     fits: Callable[[GpuSpec, int], bool] | None = None,
+    runs: Callable[[GpuSpec], bool] | None = None,
 ) -> list[GpuGroup]:
     """Catalogue GPUs grouped by how many of them hold the job, fewest first, smallest card first.
     ``totals``: bytes per GPU when the job spans n of them; ``fits(gpu, n)``: whether n such
-    cards hold it (by default when a card's usable memory holds ``totals[n]``)."""
+    cards hold it (by default when a card's usable memory holds ``totals[n]``); ``runs(gpu)``:
+    whether the runtime can use the card at all (those it cannot come last, in a group of
+    their own)."""
 
     def holds(gpu: GpuSpec, n: int) -> bool:
         return fits(gpu, n) if fits is not None else totals[n] <= gpu.usable_bytes
 
     groups: dict[int | None, list[GpuSpec]] = {}
+    refused: list[GpuSpec] = []
     for gpu in gpus:
+        if runs is not None and not runs(gpu):
+            refused.append(gpu)
+            continue
         needed = next((n for n in sorted(totals) if holds(gpu, n)), None)
         groups.setdefault(needed, []).append(gpu)
     ordered = sorted(groups.items(), key=lambda item: item[0] or 10**6)
-    return [
-        GpuGroup(
-            count,
-            totals[count] if count else None,
-            sorted(members, key=lambda gpu: (float(gpu.memory_gb), gpu.name)),
-        )
+
+    def by_size(members: list[GpuSpec]) -> list[GpuSpec]:
+        return sorted(members, key=lambda gpu: (float(gpu.memory_gb), gpu.name))
+
+    listed = [
+        GpuGroup(count, totals[count] if count else None, by_size(members))
         for count, members in ordered
     ]
+    if refused:
+        listed.append(GpuGroup(None, None, by_size(refused), runs=False))
+    return listed
 
 
 def markdown(
@@ -818,36 +830,161 @@ PRECISION_QUALITY: dict[str, QualityNote] = {
 ACCEPTABLE_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 
 
+QUALITY_SOURCE_OPTIMIZER_8BIT = (
+    "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization (arXiv:2110.02861) §4"
+)
+SEVERITY = ("none", "small", "moderate", "large")
+WEIGHT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "int2": 2}
+
+
+@dataclass(frozen=True)
+class TrainingSwitch:
+    """A training switch a suggestion turns on: the request fields it sets, the permalink keys
+    that set them on the page, and what it costs the user."""
+
+    key: str
+    label: StrOrPromise
+    cost: QualityNote
+    fields: tuple[tuple[str, object], ...]
+    query: tuple[tuple[str, str], ...]
+
+
+# Cheapest first: what each costs the person training, not what it saves. Recomputation costs
+# compute only; a fused loss is the same loss; offloading costs step time and system RAM; an
+# 8-bit optimizer a little quality. Quantized weights (LoRA) and a shorter context come after.
+TRAINING_SWITCHES = (
+    TrainingSwitch(
+        "checkpointing",
+        _("gradient checkpointing"),
+        QualityNote(
+            "none", _("gradient checkpointing: about a third more compute, no quality loss"), ""
+        ),
+        (("activation_checkpointing", "full"),),
+        (("ckpt", "on"), ("act_ckpt", "full")),
+    ),
+    TrainingSwitch(
+        "loss",
+        _("fused cross-entropy"),
+        QualityNote(
+            "none", _("fused cross-entropy: the same loss without the full FP32 logits"), ""
+        ),
+        (("loss", "fused_linear"),),
+        (("loss", "fused_linear"),),
+    ),
+    TrainingSwitch(
+        "activation_offloading",
+        _("activation offloading"),
+        QualityNote(
+            "none", _("activation offloading: layer inputs wait in system RAM, slower steps"), ""
+        ),
+        (("activation_offloading", True),),
+        (("act_offload", "on"),),
+    ),
+    TrainingSwitch(
+        "optimizer_offload",
+        _("optimizer offload"),
+        QualityNote(
+            "none",
+            _("optimizer offload: the optimizer step runs on the CPU, in system RAM, much slower"),
+            "",
+        ),
+        (("optimizer_offload", True),),
+        (("opt_offload", "on"),),
+    ),
+    TrainingSwitch(
+        "parameter_offload",
+        _("parameter offload"),
+        QualityNote(
+            "none",
+            _("parameter offload: the weights wait in system RAM and stream in layer by layer"),
+            "",
+        ),
+        (("parameter_offload", True),),
+        (("param_offload", "on"),),
+    ),
+    TrainingSwitch(
+        "optimizer_8bit",
+        _("8-bit AdamW"),
+        QualityNote(
+            "small",
+            _("8-bit AdamW: matches 32-bit AdamW in published tests"),
+            QUALITY_SOURCE_OPTIMIZER_8BIT,
+        ),
+        (("optimizer", "adamw_8bit"),),
+        (("optimizer", "adamw_8bit"),),
+    ),
+)
+
+
 @dataclass(frozen=True)
 class Suggestion:
     """A combination of settings that fits, with what it gives up."""
 
-    precision: str
+    precision: str | None  # None: the weights stay as chosen (QLoRA's are 4-bit by definition)
     kv_cache_precision: str | None
     seq_len: int
     total_bytes: int
-    quality: QualityNote
+    quality: QualityNote | None
     shortened: bool
+    switches: tuple[TrainingSwitch, ...] = ()
+
+    @property
+    def costs(self) -> list[QualityNote]:
+        """What each change costs, cheapest first."""
+        notes = [switch.cost for switch in self.switches]
+        if self.quality is not None:
+            notes.append(self.quality)
+        if self.kv_cache_precision:
+            notes.append(QUALITY_KV_8BIT)
+        if self.shortened:
+            notes.append(QUALITY_SHORTER)
+        return notes
+
+    @property
+    def level(self) -> str:
+        return max((note.level for note in self.costs), key=SEVERITY.index, default="none")
+
+    @property
+    def sources(self) -> list[str]:
+        return list(dict.fromkeys(note.source for note in self.costs if note.source))
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The permalink keys that set this combination on the page."""
+        changes = {key: value for switch in self.switches for key, value in switch.query}
+        if self.precision is not None:
+            changes["precision"] = self.precision
+            changes["kv"] = self.kv_cache_precision or ""
+        changes["seq"] = str(self.seq_len)
+        return changes
+
+
+QUALITY_KV_8BIT = QualityNote(
+    "small", _("8-bit KV cache: negligible loss in published tests"), QUALITY_SOURCE_KV
+)
+QUALITY_SHORTER = QualityNote("moderate", _("shorter context: less text per request"), "")
 
 
 def best_combination(
-    request: EstimateRequest, usable_bytes: int, max_context: int | None
+    request: EstimateRequest,
+    usable_bytes: int,
+    max_context: int | None,
+    *,
+    host_bytes_limit: int | None = None,
 ) -> Suggestion | None:
-    """The least lossy combination that fits: weights at 16, 8 or 4 bits, then an 8-bit KV cache
-    (inference), at the chosen context; if none fits there, the combination that keeps the
+    """The least costly combination that fits. Inference: weights at 16, 8 or 4 bits, then an
+    8-bit KV cache, at the chosen context; if none fits there, the combination that keeps the
     longest context (its exact longest, found by ``largest_fitting``). Never 2-bit: that is
-    offered only as the last resort with its warning. Inference and LoRA/QLoRA only (the
-    weights can be quantized there)."""
-    if request.mode not in {"inference", "lora", "qlora"}:
-        return None
+    offered only as the last resort with its warning. Training: ``training_combination``."""
+    if request.mode != "inference":
+        return training_combination(
+            request, usable_bytes, max_context, host_bytes_limit=host_bytes_limit
+        )
     seq = min(request.seq_len, max_context or request.seq_len)
     combinations: list[tuple[str, str | None]] = []
     for precision in ("bf16", "int8", "int4"):
-        if request.mode == "qlora" and precision != "bf16":
-            continue
         combinations.append((precision, None))
-        if request.mode == "inference":
-            combinations.append((precision, "int8"))
+        combinations.append((precision, "int8"))
     candidates = []
     for precision, kv in combinations:
         try:
@@ -878,6 +1015,109 @@ def best_combination(
         return None
     total = cached_estimate(with_changes(compact, seq_len=longest)).total_bytes
     return Suggestion(precision, kv, longest, total, PRECISION_QUALITY[precision], True)
+
+
+def training_switches(request: EstimateRequest, result: EstimateResult) -> list[TrainingSwitch]:
+    """The switches that would lower this run's memory and are not on yet, cheapest first: each
+    one the training stack has (``Stack.offloads`` for the offloads; parameter offload for full
+    training only, and with DeepSpeed under ZeRO-3, as ``offload_param`` requires)."""
+    switches = result.switches
+    if switches is None:
+        return []
+    stack = STACKS[switches.training_stack]
+    lora = request.mode in {"lora", "qlora"}
+    wanted = []
+    for switch in TRAINING_SWITCHES:
+        key = switch.key
+        if key == "checkpointing" and switches.activation_checkpointing == "full":
+            continue
+        if key == "loss" and switches.loss != "full":
+            continue
+        if key in {"activation_offloading", "optimizer_offload", "parameter_offload"}:
+            if key not in stack.offloads or getattr(switches, key):
+                continue
+            if key == "parameter_offload" and (
+                lora or (switches.training_stack == "deepspeed" and request.zero_stage != 3)
+            ):
+                continue
+        if key == "optimizer_8bit" and request.optimizer != "adamw":
+            continue
+        wanted.append(switch)
+    return wanted
+
+
+def training_combination(
+    request: EstimateRequest,
+    usable_bytes: int,
+    max_context: int | None,
+    *,
+    host_bytes_limit: int | None = None,
+) -> Suggestion | None:
+    """The least costly combination that fits a training run (issue 25). The changes are ranked
+    by what they cost the person training (``TRAINING_SWITCHES``, cheapest first; then, for
+    LoRA, weights at 8 and then 4 bits; a shorter context last) and the most costly is avoided
+    first: with every cheaper change on, the weights stay as chosen if that fits, else 8-bit,
+    else 4-bit; then each switch, from the most costly down, is left off if the run still fits
+    without it. So a quantized weight or a shorter context is suggested only when no
+    combination of the switches fits, and no switch is on that the others make unneeded.
+    QLoRA's weights are 4-bit by definition: never a weight format. ``host_bytes_limit``: the
+    system RAM one GPU may use (offloads beyond it do not fit)."""
+    seq = min(request.seq_len, max_context or request.seq_len)
+    switches = training_switches(request, cached_estimate(request))
+    bits = WEIGHT_BITS.get(request.precision, 16)
+    formats: list[str | None] = [None]
+    if request.mode == "lora":
+        formats += [p for p in ("bf16", "int8", "int4") if WEIGHT_BITS[p] < bits]
+
+    def built(on: list[TrainingSwitch], precision: str | None, tokens: int) -> EstimateRequest:
+        changes: dict[str, object] = {"seq_len": tokens}
+        for switch in on:
+            changes.update(switch.fields)
+        if precision is not None:
+            changes.update(precision=precision, mixed_precision=False)
+        return with_changes(request, **changes)
+
+    def total_if_fits(on: list[TrainingSwitch], precision: str | None, tokens: int) -> int | None:
+        try:
+            estimated = cached_estimate(built(on, precision, tokens))
+        except ValueError:  # a setting this run cannot take
+            return None
+        if estimated.total_bytes > usable_bytes:
+            return None
+        if host_bytes_limit is not None and estimated.host_bytes > host_bytes_limit:
+            return None
+        return estimated.total_bytes
+
+    def suggestion(
+        on: list[TrainingSwitch], precision: str | None, tokens: int, total: int
+    ) -> Suggestion:
+        quality = PRECISION_QUALITY[precision] if precision else None
+        return Suggestion(precision, None, tokens, total, quality, tokens < seq, tuple(on))
+
+    on = list(switches)
+    total = None
+    for precision in formats:
+        total = total_if_fits(on, precision, seq)
+        if total is not None:
+            break
+    if total is None:
+        # Nothing fits at this context: every change on, and the longest context that fits.
+        precision = formats[-1]
+        try:
+            compact = built(on, precision, seq)
+        except ValueError:
+            return None
+        longest = largest_fitting(compact, "seq_len", usable_bytes, seq)
+        total = total_if_fits(on, precision, longest) if longest and longest < seq else None
+        return suggestion(on, precision, longest, total) if longest and total else None
+    for switch in reversed(switches):
+        without = [s for s in on if s is not switch]
+        lighter = total_if_fits(without, precision, seq)
+        if lighter is not None:
+            on, total = without, lighter
+    if not on and precision is None:
+        return None  # the run fits as it is
+    return suggestion(on, precision, seq, total)
 
 
 def context_warning(seq_len: int, max_context: int | None) -> int | None:

@@ -28,6 +28,7 @@ from calculator.estimator.core import llama_cpp_layout, llama_cpp_options, vllm_
 from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.estimator.runtimes import longest_context_full_offload, longest_max_model_len
 from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
+from calculator.estimator.runtimes.vllm import unsupported_gpu
 from calculator.estimator.speed import GpuPerformance, estimate_speed
 from calculator.models import DEFAULT_USABLE_FRACTION, ModelPreset
 from calculator.presenters import cached_estimate, largest_fitting, runtime_fits
@@ -87,6 +88,10 @@ class Workload:
     seq_len: int
     batch_size: int
     runtime: str = "transformers"
+    # Training only: the training stack, and whether activations are checkpointed (full
+    # checkpointing: each layer keeps its input) or not at all.
+    training_stack: str = "hf_trainer"
+    checkpointing: bool = False
 
     @property
     def precisions(self) -> tuple[str, ...]:
@@ -113,6 +118,8 @@ class Workload:
         }
         if self.mode != "inference":
             fields["kv_cache_precision"] = None
+            fields["training_stack"] = self.training_stack
+            fields["activation_checkpointing"] = "full" if self.checkpointing else "none"
         if self.runtime == "llama_cpp":
             # All layers on the GPU, -c holding batch slots of seq tokens (as the calculator
             # form builds it); llama-server's defaults otherwise.
@@ -443,6 +450,20 @@ def longest_context(
     return largest_fitting(request, "seq_len", usable_bytes, limit) or 0
 
 
+def runnable_formats(workload: Workload, *, vendor: str, fp8_support: bool) -> tuple[str, ...]:
+    """The table's formats the runtime can use on a GPU of ``vendor``: vLLM's --quantization
+    values with a kernel there (``runtimes.vllm.unsupported_gpu``; none on an Apple GPU), every
+    format under the other runtimes."""
+    if workload.runtime != "vllm":
+        return workload.precisions
+    return tuple(
+        quantization
+        for quantization in workload.precisions
+        if unsupported_gpu(vendor=vendor, fp8_support=fp8_support, quantization=quantization)
+        is None
+    )
+
+
 def models_that_fit(
     workload: Workload,
     presets: list[ModelPreset],
@@ -450,16 +471,20 @@ def models_that_fit(
     gpu_count: int,
     *,
     speed_gpu: GpuPerformance | None = None,
+    formats: tuple[str, ...] | None = None,
 ) -> list[ModelFit]:
-    """Every catalogue model that fits: its most precise format, the longest context and, on a
-    catalogue GPU (``speed_gpu``), how fast it generates (or trains) there."""
+    """Every catalogue model that fits: its most precise format (of ``formats``, by default the
+    table's), the longest context and, on a catalogue GPU (``speed_gpu``), how fast it
+    generates (or trains) there."""
     extra: dict[str, Any] = {"num_gpus": gpu_count}
     if gpu_count > 1:
         extra.update(
             tensor_parallel=gpu_count if workload.mode == "inference" else 1,
             zero_stage=0 if workload.mode == "inference" else 3,
         )
-    precisions = workload.precisions
+    precisions = workload.precisions if formats is None else formats
+    if not precisions:
+        return []
     found = []
     models = _descriptions(presets)
     for preset in presets:
@@ -565,6 +590,12 @@ def calculator_query(
             params["mixed"] = "on"
         if workload.mode == "inference":
             params["kv"] = "bf16"
+        else:
+            params["stack"] = workload.training_stack
+            if workload.checkpointing:
+                params.update(ckpt="on", act_ckpt="full")
+            else:
+                params["act_ckpt"] = "none"
     if gpu_slug:
         params["gpu"] = gpu_slug
     elif vram_gb:

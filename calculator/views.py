@@ -39,6 +39,7 @@ from calculator.forms import (
     DEFAULTS,
     FITS_MODE_CHOICES,
     PERMALINK_KEYS,
+    STACK_CHOICES,
     CalculatorForm,
     FitsForm,
     attach_estimator_error,
@@ -699,11 +700,17 @@ def _fits(request: HttpRequest, form: FitsForm, catalogue: CatalogueSnapshot) ->
         return render(request, "calculator/fits.html", context)
     c = form.cleaned_data
     workload = reverse.Workload(
-        mode=c["mode"], seq_len=c["seq"], batch_size=c["batch"], runtime=c["runtime"]
+        mode=c["mode"],
+        seq_len=c["seq"],
+        batch_size=c["batch"],
+        runtime=c["runtime"],
+        training_stack=c.get("stack") or "hf_trainer",
+        checkpointing=c.get("ckpt") == "on",
     )
     presets = catalogue.presets()
     context["workload"] = workload
     context["mode_label"] = dict(FITS_MODE_CHOICES)[workload.mode]
+    context["stack_label"] = dict(STACK_CHOICES)[workload.training_stack]
     context["precisions"] = workload.precisions
     context["large_quality_loss"] = reverse.LARGE_QUALITY_LOSS
     try:
@@ -718,10 +725,17 @@ def _fits(request: HttpRequest, form: FitsForm, catalogue: CatalogueSnapshot) ->
         )
         if usable:
             speed_gpu = gpu_performance(gpu=gpu, count=c["count"]) if gpu else None
+            # A catalogue GPU: only the formats the runtime can use on it (vLLM has no kernel
+            # for some quantizations on some cards, and no GPU backend on Apple's).
+            formats = (
+                reverse.runnable_formats(workload, vendor=gpu.vendor, fp8_support=gpu.fp8_support)
+                if gpu
+                else workload.precisions
+            )
             models = catalogue.derived(
                 ("models_that_fit", workload, usable, c["count"], gpu.slug if gpu else None),
                 lambda: reverse.models_that_fit(
-                    workload, presets, usable, c["count"], speed_gpu=speed_gpu
+                    workload, presets, usable, c["count"], speed_gpu=speed_gpu, formats=formats
                 ),
             )
             context["own"] = {
@@ -731,6 +745,8 @@ def _fits(request: HttpRequest, form: FitsForm, catalogue: CatalogueSnapshot) ->
                 "usable_bytes": usable,
                 "models": models,
                 "speed": speed_gpu is not None,
+                "runs": bool(formats),
+                "left_out": [p for p in workload.precisions if p not in formats],
             }
     except (ConfigError, PydanticValidationError) as error:
         # A setting the searches cannot express (the reverse module keeps its probes within

@@ -46,6 +46,8 @@ class Stack:
     like its states, and converts the gradients to fp32 for the step (DeepSpeed's ZeRO
     optimizers with ``bf16``/``fp16`` enabled; DeepSpeed docs/code-docs/source/memory.rst: 16
     bytes per parameter of fp32 params, grads, momentum and variance)."""
+    offloads: tuple[str, ...] = ()
+    """The offload switches the framework has a setting for (the advice suggests only these)."""
 
 
 STACKS: dict[str, Stack] = {
@@ -66,6 +68,9 @@ STACKS: dict[str, Stack] = {
             "transformers 5.24.0 training_args.py (default_optim = adamw_torch_fused for torch "
             ">= 2.8; gradient_checkpointing=False); PEFT autocast_adapter_dtype=True (fp32 adapters)"
         ),
+        # TRL's SFTConfig(activation_offloading=True) (trl/models/activation_offloading.py),
+        # Axolotl's activation_offloading: true.
+        offloads=("activation_offloading",),
     ),
     "hf_trainer_liger": Stack(
         label=gettext_noop("Hugging Face Trainer with Liger kernels"),
@@ -85,6 +90,7 @@ STACKS: dict[str, Stack] = {
             "(apply_liger_kernel_to_llama: fused_linear_cross_entropy=True); transformers "
             "TrainingArguments.use_liger_kernel"
         ),
+        offloads=("activation_offloading",),
     ),
     "unsloth": Stack(
         label=gettext_noop("Unsloth"),
@@ -107,6 +113,7 @@ STACKS: dict[str, Stack] = {
         ),
         qlora_fp32_non_quantized=False,
         fused_layer_kernels=True,
+        offloads=("activation_offloading",),
     ),
     "torchtune": Stack(
         label=gettext_noop("torchtune"),
@@ -129,6 +136,9 @@ STACKS: dict[str, Stack] = {
         ),
         own_model_code=True,
         qlora_fp32_non_quantized=False,
+        # enable_activation_offloading; torchao's CPUOffloadOptimizer as the recipe's optimizer
+        # (torchtune docs, "Memory optimization overview").
+        offloads=("activation_offloading", "optimizer_offload"),
     ),
     "litgpt": Stack(
         label=gettext_noop("LitGPT"),
@@ -169,6 +179,9 @@ STACKS: dict[str, Stack] = {
             "pin_memory: false); Ren et al. 2021, ZeRO-Offload (arXiv:2101.06840) §4"
         ),
         fp32_optimizer_partitions=True,
+        # activation_checkpointing.cpu_checkpointing; zero_optimization.offload_optimizer and
+        # offload_param (ZeRO-3 only).
+        offloads=("activation_offloading", "optimizer_offload", "parameter_offload"),
     ),
     "fsdp2": Stack(
         label=gettext_noop("PyTorch FSDP2"),
@@ -187,6 +200,8 @@ STACKS: dict[str, Stack] = {
             "torch.distributed.fsdp.CPUOffloadPolicy(pin_memory=True); torch.optim.AdamW "
             "(foreach default on CUDA)"
         ),
+        # CPUOffloadPolicy moves the sharded parameters, their gradients and the optimizer.
+        offloads=("optimizer_offload", "parameter_offload"),
     ),
     "megatron": Stack(
         label=gettext_noop("Megatron-LM (pretraining)"),
@@ -202,6 +217,9 @@ STACKS: dict[str, Stack] = {
         adapters_in_compute_dtype=False,
         pinned_host_memory=False,
         resident_gradients=True,
+        # Megatron-core's optimizer_cpu_offload (HybridDeviceOptimizer); its activation
+        # offloading excludes recomputation, so it is not one of the switches here.
+        offloads=("optimizer_offload",),
         source=gettext_noop(
             "NVIDIA/Megatron-LM arguments.py (--recompute-activations = selective granularity, "
             "--sequence-parallel); Korthikanti et al. 2022 (arXiv:2205.05198) §4-5"

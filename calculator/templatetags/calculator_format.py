@@ -86,6 +86,13 @@ def query_merge(query: QueryDict, changes: dict[str, Any]) -> str:
 
 
 @register.filter
+def as_query(changes: dict[str, Any]) -> str:
+    """A set of values as a query string: what a one-click link sets (app.js applies it to the
+    address the page has reached when the link is used)."""
+    return urlencode(changes)
+
+
+@register.filter
 def assumption_text(assumption: Any) -> str:
     """The estimator's English template, translated, with its values filled in (numbers in the
     locale's format, like every other figure on the page)."""

@@ -24,6 +24,18 @@ function syncLanguageLinks(event) {
 }
 ["pointerdown", "focusin", "click"].forEach((type) => document.addEventListener(type, syncLanguageLinks, true));
 
+// The one-click runtime defaults (data-preset: the fields they set) keep every other input of
+// the page; rendered with the page, their href would bring back the inputs it loaded with, so
+// each takes the current URL with its own fields replaced, at the moment it is used.
+function syncPresetLinks(event) {
+  const link = event.target.closest ? event.target.closest("a[data-preset]") : null;
+  if (!link) return;
+  const params = new URLSearchParams(location.search);
+  new URLSearchParams(link.dataset.preset).forEach((value, key) => params.set(key, value));
+  link.href = location.pathname + "?" + params.toString();
+}
+["pointerdown", "focusin", "click"].forEach((type) => document.addEventListener(type, syncPresetLinks, true));
+
 // A pasted config can be far longer than a URL may be (gunicorn refuses request lines over
 // 8190 bytes): the page posts it instead; the server answers with a short permalink.
 document.addEventListener("htmx:configRequest", (event) => {

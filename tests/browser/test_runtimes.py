@@ -90,3 +90,25 @@ def test_vllm_shows_how_many_requests_the_card_serves(page, live_server):
     assert "vllm serve" in result_text(page)
     screenshot(page, "runtime-vllm")
     assert page.server_errors == []
+
+
+def test_runtime_defaults_keep_the_model_and_gpu_chosen_on_the_page(page, live_server):
+    # Issue 25, misleads 11: the links were built when the page loaded, so after choosing a
+    # model and a GPU on the page, "Ollama" reset them to Llama 3.1 8B on an RTX 4090.
+    page.goto(live_server.url + "/")
+    recompute(page, lambda: page.select_option("#id_runtime", "llama_cpp"))
+    recompute(page, lambda: page.fill("#id_model", "Qwen3 30B-A3B"))
+    recompute(page, lambda: page.select_option("#id_gpu", "rtx-3060-12gb"))
+    recompute(page, lambda: page.fill("#id_seq", "16384"))
+    assert "rtx-3060-12gb" in page.url
+    with page.expect_navigation():
+        page.click("[data-testid=runtime-preset] >> text=Ollama")
+    assert page.input_value("#id_model") == "Qwen3 30B-A3B"
+    assert page.input_value("#id_gpu") == "rtx-3060-12gb"
+    # Ollama's own settings replace llama.cpp's (ollama/ollama@fb30760 envconfig/config.go,
+    # api/types.go): one slot, -b 512, a 4,096-token context on a card under 24 GiB.
+    assert page.input_value("#id_batch") == "1"
+    assert page.input_value("#id_nbatch") == "512"
+    assert page.input_value("#id_seq") == "4096"
+    assert "Qwen3 30B" in result_text(page)
+    assert page.server_errors == []

@@ -208,3 +208,14 @@ def test_a_nul_character_in_a_name_slug_or_repository_is_a_422_not_a_500(client,
     # schemathesis under make test-services: a 500 on the preset name).
     response = client.post("/api/v1/estimate", body, content_type="application/json")
     assert response.status_code == 422
+
+
+def test_openapi_says_seq_len_is_vllms_max_model_len(client):
+    # Issue 25, misleads 10: the mapping is documented where API clients read it.
+    spec = client.get("/api/v1/openapi.json").json()
+    schema = next(
+        s
+        for name, s in spec["components"]["schemas"].items()
+        if "seq_len" in s.get("properties", {}) and "gpu" in s["properties"]
+    )
+    assert "--max-model-len" in schema["properties"]["seq_len"]["description"]

@@ -262,3 +262,62 @@ def test_the_vllm_command_leaves_the_checkpoint_format_to_vllm(client):
     command = next(c for c in response.context["ready_commands"] if c.key == "vllm_serve")
     assert "--quantization" not in command.text
     assert "--tensor-parallel-size 8" in command.text
+
+
+def test_api_seq_len_is_vllms_max_model_len_as_on_the_page(client):
+    # Issue 25, misleads 10: the page maps its sequence length to --max-model-len (README's
+    # runtime table, "seq → max_model_len"); a POST with seq_len and no vllm.max_model_len got
+    # the model's window (Llama 3.1 8B: 131,072 tokens) instead.
+    body = {
+        "model": {"preset": "llama-3.1-8b"},
+        "runtime": "vllm",
+        "seq_len": 32768,
+        "gpu": "h100-sxm-80gb",
+    }
+    post = client.post("/api/v1/estimate", json.dumps(body), content_type="application/json")
+    assert post.status_code == 200, post.content
+    api = post.json()
+    assert api["vllm"]["max_model_len"] == 32768
+    page = json.loads(
+        client.get(
+            "/?model=Llama+3.1+8B&runtime=vllm&seq=32768&gpu=h100-sxm-80gb&format=json"
+        ).content
+    )
+    assert api["vllm"] == page["vllm"]
+    assert api["total_bytes"] == page["total_bytes"]
+    # vllm.max_model_len, when given, wins; with neither, vLLM's own default: the window.
+    body["vllm"] = {"max_model_len": 8192}
+    given = client.post("/api/v1/estimate", json.dumps(body), content_type="application/json")
+    assert given.json()["vllm"]["max_model_len"] == 8192
+    del body["vllm"], body["seq_len"]
+    bare = client.post("/api/v1/estimate", json.dumps(body), content_type="application/json")
+    assert bare.json()["vllm"]["max_model_len"] == 131072
+
+
+def test_cli_seq_len_is_vllms_max_model_len_as_on_the_page(tmp_path):
+    path = tmp_path / "request.json"
+    config = json.loads((ROOT / "presets/models/llama.json").read_text())
+    llama = next(p for p in config["presets"] if p["slug"] == "llama-3.1-8b")
+    path.write_text(
+        json.dumps({"model": {"config": llama["config"]}, "runtime": "vllm", "seq_len": 8192})
+    )
+    out = io.StringIO()
+    call_command("estimate", "--json", str(path), "--gpu", "rtx-3090-24gb", stdout=out)
+    assert json.loads(out.getvalue())["vllm"]["max_model_len"] == 8192
+
+
+def test_the_longest_max_model_len_past_the_trained_window_has_its_caveat(client):
+    # Llama 3.1 8B on an H100 80GB: K and V of 32 layers × 8 heads × 128 × 2 bytes = 128 KiB a
+    # token; 0.9 × 79.6 GiB less 15 GiB of weights and a few GiB of profiling and non-torch
+    # memory leaves about 50 GiB, some 400,000 tokens: past the 131,072 the model was trained
+    # for (max_position_embeddings in meta-llama/Llama-3.1-8B config.json), which vLLM refuses
+    # unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vllm/config: _get_and_verify_max_len).
+    response = client.get("/?model=Llama+3.1+8B&runtime=vllm&seq=8192&gpu=h100-sxm-80gb")
+    longest = response.context["vllm_levers"]["longest"]
+    assert longest > 131072
+    page = text(response)
+    assert "beyond the 131,072-token context this model was trained for" in page
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in page
+    # Inside the window (a 24 GB card holds fewer tokens) there is nothing to warn about.
+    small = text(client.get("/?model=Llama+3.1+8B&runtime=vllm&seq=8192&gpu=rtx-3090-24gb"))
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" not in small

@@ -1134,6 +1134,88 @@ def estimate_llama_cpp(
     )
 
 
+# --- several GPUs: the layer split ----------------------------------------------------------
+# ggml-backend.h: the scheduler keeps this many copies of each split's inputs when it runs the
+# devices as a pipeline (llama-context.cpp: several devices, every layer offloaded, -sm layer,
+# the KV cache offloaded, no tensor overrides).
+GGML_SCHED_MAX_COPIES = 4
+
+
+def layer_split(slots: int, devices: int) -> list[int]:
+    """How many of ``slots`` offloaded layer slots (repeating layers, then the output layer) each
+    of ``devices`` equal GPUs gets under ``-sm layer`` (llama.cpp's default with several GPUs)
+    without ``--tensor-split``: llama-model.cpp ``load_tensors`` takes each device's free memory
+    as its share, cumulates and normalises them into split points (equal cards: 1/n, 2/n, …) and
+    puts slot ``i`` on the first device whose point is above ``i / slots``, i.e. device
+    ``⌊i · n / slots⌋``."""
+    counts = [0] * devices
+    for slot in range(slots):
+        counts[slot * devices // slots] += 1
+    return counts
+
+
+def gpu_slot_bytes(arch: Architecture, layout: GgufLayout, options: LlamaCppOptions) -> list[int]:
+    """GPU bytes of each layer slot from the first offloaded one on: the layer's tensors, its KV
+    cache and recurrent state (on the device of the layer, as ``kv_buffer`` and
+    ``recurrent_buffer`` place them), and last the output layer (final norm, output head and a
+    tied head's copy of the embeddings, as ``model_buffer`` places them)."""
+    start = _gpu_layer_start(arch, options)
+    n_layer = arch.num_layers
+    slots = [layout.layer_bytes_from(il) - layout.layer_bytes_from(il + 1) for il in range(n_layer)]
+    output = layout.output_bytes + (layout.token_embd_bytes if arch.tie_word_embeddings else 0)
+    slots.append(output)
+    full, swa = kv_cells(arch, options)
+    cells = recurrent_cells(options)
+    for il in range(n_layer):
+        if arch.keeps_kv(il):
+            sliding = bool(swa) and bool(arch.layer_types) and arch.layer_types[il] == "sliding"
+            slots[il] += _kv_layer_bytes(arch, options, swa if sliding else full, sliding)
+        slots[il] += 4 * _layer_state_elements(arch, arch.mixer_kind(il)) * cells
+    return slots[start:]
+
+
+def pipeline_input_bytes(arch: Architecture, options: LlamaCppOptions) -> int:
+    """The inputs of one device's part of the graph: the hidden state it receives
+    (``n_embd · n_ub`` f32) and its copy of the KQ mask (f16 with flash attention, else f32),
+    as ``compute_buffer`` counts them."""
+    full, _swa = kv_cells(arch, options)
+    n_ub = min(_pad(options.n_ctx, 256), options.n_ubatch)
+    mask_bytes = (2 if options.flash_attention else 4) * full * _pad(n_ub, 64)
+    return 4 * n_ub * arch.hidden_size + mask_bytes
+
+
+def layer_split_gpu_bytes(
+    arch: Architecture,
+    options: LlamaCppOptions,
+    devices: int,
+    *,
+    layout: GgufLayout | None = None,
+    slots: list[int] | None = None,
+) -> list[int]:
+    """Each GPU's buffers when llama.cpp splits the offloaded layers over ``devices`` equal GPUs
+    (``layer_split``): the weights, KV cache and recurrent states of its layers, and the compute
+    buffer, which every device reserves for the whole graph (ggml_backend_sched reserves the
+    worst case per backend; ik_llama.cpp PR #235's two-4090 log: 1166.01 and 1166.02 MiB). With
+    every layer offloaded the devices run as a pipeline and keep ``GGML_SCHED_MAX_COPIES`` copies
+    of their inputs (llama-context.cpp; Unsloth PR #7637 traced 4 GiB per device at a 1M context
+    to them). Not counted: the CUDA context every device also holds. ``layout``: as for
+    ``estimate_llama_cpp``; ``slots``: ``gpu_slot_bytes``, for a search over device counts."""
+    if options.n_gpu_layers == 0:
+        return [0] * devices
+    if slots is None:
+        layout = layout if layout is not None else gguf_layout(arch, options.gguf_type)
+        slots = gpu_slot_bytes(arch, layout, options)
+    compute = compute_buffer(arch, options).gpu
+    pipeline = devices > 1 and _gpu_layer_start(arch, options) == 0
+    inputs = (GGML_SCHED_MAX_COPIES - 1) * pipeline_input_bytes(arch, options) if pipeline else 0
+    totals, first = [], 0
+    for count in layer_split(len(slots), devices):
+        held = sum(slots[first : first + count])
+        first += count
+        totals.append(held + compute + inputs if count else 0)
+    return totals
+
+
 # --- levers -----------------------------------------------------------------------------------
 def most_gpu_layers_that_fit(
     arch: Architecture,

@@ -59,6 +59,36 @@ GIB = 1 << 30
 Quantization = Literal["none", "fp8", "int8", "awq", "gptq", "bitsandbytes", "mxfp4"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
 
+# The GPUs vLLM serves on: NVIDIA (CUDA), AMD (ROCm) and Intel (XPU, and Gaudi through its
+# plugin); on macOS it runs on the CPU only (docs.vllm.ai/en/v0.14.0/getting_started/
+# installation/), so an Apple GPU holds none of it. Which --quantization has kernels for which
+# GPUs is vLLM's "Supported Hardware" table (docs.vllm.ai/en/v0.14.0/features/quantization/):
+# on AMD GPUs FP8 only, and FP8 W8A8 needs FP8 in hardware (MI300 and later; the MI250's CDNA2
+# has none); on Intel GPUs AWQ and GPTQ; on NVIDIA GPUs all of them, FP8 as W8A8 on Ada and
+# Hopper and weight-only through Marlin on Turing and Ampere (docs .../quantization/fp8/).
+# MXFP4 is not in the table and is not restricted here.
+VLLM_VENDORS = frozenset({"nvidia", "amd", "intel"})
+VENDOR_QUANTIZATIONS: dict[str, frozenset[str] | None] = {
+    "nvidia": None,
+    "amd": frozenset({"none", "fp8", "mxfp4"}),
+    "intel": frozenset({"none", "awq", "gptq", "mxfp4"}),
+}
+FP8_QUANTIZATIONS = frozenset({"fp8"})
+
+
+def unsupported_gpu(*, vendor: str, fp8_support: bool, quantization: str) -> str | None:
+    """Why vLLM does not serve ``quantization`` on a GPU of ``vendor`` ('platform': no vLLM on
+    that GPU; 'quantization': no kernel for it there), or None when it does."""
+    if vendor not in VLLM_VENDORS:
+        return "platform"
+    allowed = VENDOR_QUANTIZATIONS[vendor]
+    if allowed is not None and quantization not in allowed:
+        return "quantization"
+    if vendor != "nvidia" and quantization in FP8_QUANTIZATIONS and not fp8_support:
+        return "quantization"
+    return None
+
+
 # Bytes per weight of a quantized linear layer, scales included (see module docstring).
 _LINEAR_BYTES: dict[str, float] = {
     "none": 2.0,

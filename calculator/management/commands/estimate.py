@@ -18,7 +18,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from pydantic import TypeAdapter, ValidationError
 
-from calculator.calculation import Calculation, Card, own_card, with_card_memory
+from calculator.calculation import (
+    Calculation,
+    Card,
+    own_card,
+    with_card_memory,
+    with_vllm_context,
+)
 from calculator.estimator import ConfigError, EstimateRequest
 from calculator.hub import HubError, hub_preset
 from calculator.selectors import gpu_list, preset_description, preset_resolve
@@ -31,17 +37,19 @@ _REQUESTS: TypeAdapter[EstimateRequest | list[EstimateRequest]] = TypeAdapter(
 
 
 def _with_gpu_memory(text: str, card: Card | None) -> str:
-    """Each request on the chosen card (vLLM's memory from it, unless the request gives it)."""
-    if card is None:
-        return text
+    """Each request on the chosen card (vLLM's memory from it, unless the request gives it),
+    vLLM's context from its ``seq_len`` as on the page and in the API."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return text
-    if isinstance(data, list):
-        data = [with_card_memory(r, card) if isinstance(r, dict) else r for r in data]
-    elif isinstance(data, dict):
-        data = with_card_memory(data, card)
+
+    def on_card(request: Any) -> Any:
+        if not isinstance(request, dict):
+            return request
+        return with_card_memory(with_vllm_context(request), card)
+
+    data = [on_card(r) for r in data] if isinstance(data, list) else on_card(data)
     return json.dumps(data)
 
 
