@@ -9,11 +9,13 @@ from tests.browser.conftest import screenshot
 
 pytestmark = pytest.mark.browser
 
-# The walkthrough's cases: persona 1 (Qwen3 30B at -ngl 29 on an RTX 3060) and persona 3
+# The walkthrough's cases: persona 1 (Qwen3 30B on an RTX 3060; -ngl 24, since the walkthrough's
+# -ngl 29 no longer fits once the split is priced from the GGUF layout, and a setup that
+# does not run shows no speed) and persona 3
 # (full fine-tuning, DeepSpeed ZeRO-3 on 8× A100 40 GB, optimizer offload, 512 GB of RAM).
 CASES = {
     "llama-cpp": (
-        "/?model=Qwen3+30B-A3B&runtime=llama_cpp&gpu=rtx-3060-12gb&ngl=29&seq=16384&ram=32"
+        "/?model=Qwen3+30B-A3B&runtime=llama_cpp&gpu=rtx-3060-12gb&ngl=24&seq=16384&ram=32"
     ),
     "optimizer-offload": (
         "/?model=Llama+3.1+8B&mode=full_finetune&stack=deepspeed&zero=3&gpus=8"
