@@ -110,8 +110,8 @@ class ApiEstimateRequest(EstimateRequest):
         default=None,
         gt=0,
         le=1_000_000,
-        description="The machine's system RAM in GB, checked against what offloading or "
-        "llama.cpp keeps there (host_verdict).",
+        description="The machine's system RAM in GB as memory is sold (64 = 64 GiB, as the "
+        "page reads it), checked against what offloading or llama.cpp keeps there (host_verdict).",
     )
 
     @model_validator(mode="after")
@@ -506,7 +506,9 @@ class PermalinkQuery(Schema):
     train_b: str | None = Field(default=None, description="Speed: tokens to train on, in billions.")
     price: str | None = Field(default=None, description="Speed: price per GPU-hour.")
     ram_bw: str | None = Field(default=None, description="Speed: system RAM bandwidth (GB/s).")
-    ram: str | None = Field(default=None, description="The machine's system RAM (GB).")
+    ram: str | None = Field(
+        default=None, description="The machine's system RAM (GB as sold: 64 = 64 GiB)."
+    )
     stack: str | None = Field(default=None, description="Training stack (hf_trainer, unsloth, …).")
     opt_impl: str | None = Field(default=None, description="fused, foreach or for_loop.")
     loss: str | None = Field(default=None, description="full, chunked or fused_linear.")

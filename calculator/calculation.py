@@ -76,6 +76,13 @@ def own_card(gb: float) -> OwnCard:
 Card = GpuSpec | OwnCard
 
 
+def host_ram_bytes(gb: float) -> int:
+    """The system RAM a visitor gave, in bytes. Memory is sold in binary units: a "64 GB" kit
+    holds 64 GiB, as a card's "12GB" is 12 GiB (`own_card`), so both read the figure the same way
+    and the page states both in GiB."""
+    return int(gb * (1 << 30))
+
+
 @dataclass(frozen=True)
 class RuntimeBuffer:
     """One line the runtime prints at start-up, with our figure for it."""
@@ -251,7 +258,7 @@ class Calculation:
         """The machine's RAM against what the run keeps there, when the visitor gave it."""
         if not self.host_ram_gb or not self.host_need_bytes:
             return None
-        have = int(self.host_ram_gb * 1e9)
+        have = host_ram_bytes(self.host_ram_gb)
         return {
             "have_bytes": have,
             "need_bytes": self.host_need_bytes,
@@ -609,7 +616,7 @@ class Calculation:
             if result.total_bytes > usable:
                 # Offloads may use the system RAM the visitor gave, shared by a machine's GPUs.
                 host_limit = (
-                    int(self.host_ram_gb * 1e9) // self.gpus_per_machine
+                    host_ram_bytes(self.host_ram_gb) // self.gpus_per_machine
                     if self.host_ram_gb
                     else None
                 )
@@ -648,7 +655,7 @@ class Calculation:
             if layers and self.host_ram_gb:
                 trial = options.model_copy(update={"n_gpu_layers": layers})
                 need = estimate_llama_cpp(self.arch, trial, layout=layout).host_bytes
-                have = int(self.host_ram_gb * 1e9)
+                have = host_ram_bytes(self.host_ram_gb)
                 if need > have:
                     ram_short = {"layers": layers, "need_bytes": need, "have_bytes": have}
                     layers = 0

@@ -629,8 +629,8 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
     """The notes the result's summary shows under its verdict (system RAM and its verdict,
     the stack's switches, vLLM's pool, the speed, the run time and cost), as Markdown lines,
     from the template context the page renders (``Calculation.result_context``)."""
-    from calculator.templatetags.calculator_format import gb, num, stack_label, switches_summary
     from calculator.templatetags.calculator_format import gib as fmt_gib
+    from calculator.templatetags.calculator_format import num, stack_label, switches_summary
 
     result: EstimateResult = context["result"]
     request: EstimateRequest = context["request_obj"]
@@ -693,13 +693,15 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
     host = context.get("host_verdict")
     if host:
         message = (
-            gettext_noop("%(need)s GB of system RAM needed: fits in your %(have)s GB.")
+            gettext_noop("%(need)s GiB of system RAM needed: fits in your %(have)s GiB.")
             if host["fits"]
-            else gettext_noop("%(need)s GB of system RAM needed: more than your %(have)s GB.")
+            else gettext_noop("%(need)s GiB of system RAM needed: more than your %(have)s GiB.")
         )
         mark = "✔ " if host["fits"] else "✘ "
         lines.append(
-            mark + _markdown_text(message, need=gb(host["need_bytes"]), have=gb(host["have_bytes"]))
+            mark + _markdown_text(
+                message, need=fmt_gib(host["need_bytes"]), have=fmt_gib(host["have_bytes"])
+            )
         )
     switches = result.switches
     if switches is not None:

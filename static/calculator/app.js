@@ -117,3 +117,138 @@ document.addEventListener("DOMContentLoaded", () => {
   const form = document.getElementById("calc");
   if (form) syncRuntimeFields(form);
 });
+
+// A link in the result (a lever, "Did you mean", an export) is built from the inputs that
+// result was computed for. Pressed right after a number was typed, its mousedown blurs the
+// field; the recompute the blur starts used to replace the result under the pointer before the
+// button came up, so the click landed nowhere, and the link would have dropped the number
+// anyway (walkthrough persona 1, defect 5). So such a link takes the form's inputs as they are
+// now with its own changes applied, and while it is held no recompute is sent or swapped in.
+const RESULT_LINKS = "#result a[href^='?'], .calc-form .field-errors a[href^='?']";
+let heldLink = null;
+let heldBack = false;
+function resultLink(event) {
+  const link = event.target.closest ? event.target.closest(RESULT_LINKS) : null;
+  return link && document.getElementById("calc") ? link : null;
+}
+function currentInputs(form) {
+  const params = new URLSearchParams();
+  new FormData(form).forEach((value, key) => { if (typeof value === "string" && value !== "") params.append(key, value); });
+  return params;
+}
+function retarget(link) {
+  const result = document.getElementById("result");
+  const base = new URLSearchParams(result ? result.dataset.query || "" : "");
+  const target = new URLSearchParams(link.getAttribute("href").slice(1));
+  const params = currentInputs(document.getElementById("calc"));
+  new Set([...base.keys(), ...target.keys()]).forEach((key) => {
+    const was = base.getAll(key).join("\u0000");
+    const now = target.getAll(key).join("\u0000");
+    if (was === now) return;
+    params.delete(key);
+    target.getAll(key).forEach((value) => params.append(key, value));
+  });
+  // Still a query-only link, so it matches RESULT_LINKS when pressed again.
+  link.setAttribute("href", "?" + params.toString());
+}
+document.addEventListener("pointerdown", (event) => {
+  const link = resultLink(event);
+  if (!link) return;
+  retarget(link);
+  if (event.button === 0) heldLink = link;
+}, true);
+document.addEventListener("mousedown", (event) => {
+  // Keeping the focus in the field keeps its change (and the recompute) from firing now.
+  if (heldLink && event.button === 0 && resultLink(event) === heldLink) event.preventDefault();
+}, true);
+document.addEventListener("htmx:beforeRequest", (event) => {
+  if (!heldLink || event.detail.elt !== document.getElementById("calc")) return;
+  heldBack = true;
+  event.preventDefault();
+});
+document.addEventListener("htmx:beforeSwap", (event) => {
+  if (heldLink && event.detail.requestConfig && event.detail.requestConfig.elt === document.getElementById("calc")) {
+    heldBack = true;
+    event.detail.shouldSwap = false;
+  }
+});
+document.addEventListener("click", (event) => {
+  const link = resultLink(event);
+  if (link) { retarget(link); heldLink = null; heldBack = false; }
+}, true);
+function letGo() {
+  // Released off the link: no click comes, so the recompute held back is sent now.
+  setTimeout(() => {
+    if (!heldLink) return;
+    heldLink = null;
+    if (heldBack && window.htmx) { heldBack = false; htmx.trigger("#calc", "submit"); }
+  }, 0);
+}
+// A link dragged away starts a drag, which ends with dragend rather than pointerup.
+["pointerup", "pointercancel", "dragend"].forEach((type) => document.addEventListener(type, letGo, true));
+
+// On a phone the result is far below the form: the bar at the foot of the screen (.jump)
+// repeats the headline figure and says "Calculating…" while a newer one is on its way
+// (walkthrough persona 5, defect 1); once the result itself is on screen it steps aside.
+function syncJumpBar() {
+  const bar = document.getElementById("jump");
+  if (!bar) return;
+  const figure = bar.querySelector(".jump-figure");
+  const state = resultState();
+  const pending = state && !state.hasAttribute("data-stale") ? state.getAttribute("data-pending") : null;
+  const total = document.querySelector("#result .headline .total .num");
+  const verdict = document.querySelector("#result .headline .verdict");
+  if (pending) {
+    bar.setAttribute("data-pending", "");
+    figure.textContent = pending;
+  } else {
+    bar.removeAttribute("data-pending");
+    const mark = verdict ? verdict.textContent.trim().charAt(0) : "";
+    figure.textContent = total ? `${total.textContent.trim()} GiB ${mark}`.trim() : "";
+  }
+}
+let resultObserver = null;
+function watchResult() {
+  const bar = document.getElementById("jump");
+  const result = document.getElementById("result");
+  if (!bar || !result || !window.IntersectionObserver) return;
+  if (resultObserver) resultObserver.disconnect();
+  resultObserver = new IntersectionObserver((entries) => {
+    entries.forEach((entry) => bar.classList.toggle("result-in-view", entry.isIntersecting));
+  });
+  resultObserver.observe(result);
+}
+document.addEventListener("DOMContentLoaded", () => { syncJumpBar(); watchResult(); });
+document.addEventListener("htmx:afterSettle", () => { syncJumpBar(); watchResult(); });
+if (window.MutationObserver) {
+  document.addEventListener("DOMContentLoaded", () => {
+    // #result-state is swapped out of band with each answer: watch its parent.
+    const column = document.querySelector(".result-col");
+    if (column) new MutationObserver(syncJumpBar).observe(column, { attributes: true, subtree: true, childList: true, attributeFilter: ["data-pending", "data-stale"] });
+  });
+}
+
+// "Jump to the result" right after typing: the click's blur starts a recompute, and the
+// answer (and the field messages above the result that it clears) move the result after the
+// browser has scrolled to where it was (persona 5, defect 2: it landed three screens past it).
+// So the jump scrolls now and once more when that answer is in.
+document.addEventListener("click", (event) => {
+  const bar = event.target.closest ? event.target.closest("#jump") : null;
+  if (!bar) return;
+  event.preventDefault();
+  const go = () => {
+    const result = document.getElementById("result");
+    if (!result) return;
+    result.scrollIntoView({ block: "start" });
+    result.focus({ preventScroll: true });
+  };
+  go();
+  const until = Date.now() + 3000;
+  const again = (settled) => {
+    if (settled.detail.elt && settled.detail.elt.id === "more") return;
+    document.removeEventListener("htmx:afterSettle", again);
+    if (Date.now() < until) go();
+  };
+  document.addEventListener("htmx:afterSettle", again);
+  setTimeout(() => document.removeEventListener("htmx:afterSettle", again), 3000);
+});

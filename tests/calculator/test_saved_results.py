@@ -210,7 +210,7 @@ def test_markdown_carries_the_stack_offload_ram_and_speed(client):
     assert "- My system RAM (GB): 512" in markdown
     assert "optimizer in CPU RAM" in markdown  # the switches as the stack ran them
     assert "System RAM: " in markdown
-    assert "GB of system RAM needed: fits in your 512.00 GB" in markdown
+    assert "GiB of system RAM needed: fits in your 512.00 GiB" in markdown
     assert re.search(r"Training: \*\*[\d,]+ tokens/s per GPU\*\*", markdown)
     assert "the whole run takes" in markdown
     assert "and costs" in markdown

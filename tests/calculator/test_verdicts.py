@@ -64,7 +64,9 @@ def test_a_gpu_that_fits_does_not_say_fits_when_the_ram_is_short(client):
     page = text(response)
     assert response.context["host_verdict"]["fits"] is False
     assert "✔ Fits on" not in page
-    assert "✘ Does not fit: 76.95 GB of system RAM needed, more than your 64.00 GB" in page
+    # 76.95 GB (10⁹) = 71.67 GiB, the walkthrough's "System RAM: 71.67 GiB"; the 64 GB of RAM the
+    # visitor gave are 64 GiB, as memory is sold (issue 25: GiB and GB no longer mixed).
+    assert "✘ Does not fit: 71.67 GiB of system RAM needed, more than your 64.00 GiB" in page
     export = json.loads(client.get(GPT_OSS_3060 + "&ngl=5&format=json").content)
     # The card's own answer stays for compatibility; the setup's answer is the new field.
     assert export["verdict"]["fits"] is True
@@ -79,14 +81,14 @@ def test_a_gpu_that_fits_does_not_say_fits_when_the_ram_is_short(client):
 
 
 def test_the_ngl_lever_offers_no_split_the_ram_cannot_hold(client):
-    # 12.69 GB of VRAM + 64 GB of RAM < the 87.84 GB file: no -ngl runs, so none is offered.
+    # 12.69 GB of VRAM + 64 GiB (68.72 GB) of RAM < the 87.84 GB file: no -ngl runs, so none is offered.
     response = client.get(GPT_OSS_3060)
     levers = response.context["llama_levers"]
     assert levers["gpu_layers"] == 0
     assert levers["ram_short"]["need_bytes"] > 64e9
     page = text(response)
     assert "ngl=5" not in response.content.decode()
-    assert "the rest needs 76.95 GB of system RAM, more than your 64.00 GB" in page
+    assert "the rest needs 71.67 GiB of system RAM, more than your 64.00 GiB" in page
     # With 128 GB, 12.69 + 128 > 87.84: the same most-layers split is offered again.
     roomy = client.get(GPT_OSS_3060.replace("ram=64", "ram=128")).context["llama_levers"]
     assert roomy["gpu_layers"] == 5
@@ -155,3 +157,21 @@ def test_the_openapi_description_documents_the_combined_answer(client):
     assert {"fits", "runs", "fit_state"} <= set(verdict)
     assert verdict["fit_state"]["enum"] == ["fits", "gpu_short", "ram_short", "gpu_and_ram_short"]
     assert "speed_unavailable" in schemas["ApiEstimateResponse"]["properties"]
+
+
+def test_the_ram_line_and_its_verdict_speak_one_unit(client):
+    """Issue 25 (walkthrough persona 1, defect 10): "System RAM: 71.67 GiB" sat above "76.95 GB
+    of system RAM needed". Both lines now give the same figure in GiB; the RAM the visitor
+    typed is read as sold (64 GB of memory = 64 GiB), as a card's marketed "12GB" is."""
+    page = text(client.get(GPT_OSS_3060 + "&ngl=5"))
+    ram_line = re.search(r"System RAM: ([\d.]+) GiB", page)
+    verdict = re.search(r"([\d.]+) GiB of system RAM needed: more than your ([\d.]+) GiB", page)
+    assert ram_line and verdict
+    assert ram_line.group(1) == verdict.group(1) == "71.67"
+    assert verdict.group(2) == "64.00"
+    assert not re.search(r"\d GB of system RAM", page)
+    # 72 typed = 72 GiB = 77.31 × 10⁹ bytes, over the 76.95 × 10⁹ needed; read as 72 × 10⁹
+    # bytes it would fall short.
+    roomy = client.get(GPT_OSS_3060.replace("ram=64", "ram=72") + "&ngl=5")
+    assert roomy.context["host_verdict"]["have_bytes"] == 72 * 2**30
+    assert roomy.context["host_verdict"]["fits"] is True
