@@ -166,7 +166,8 @@ def test_the_ram_line_and_its_verdict_speak_one_unit(client):
     page = text(client.get(GPT_OSS_3060 + "&ngl=5"))
     ram_line = re.search(r"System RAM: ([\d.]+) GiB", page)
     verdict = re.search(r"([\d.]+) GiB of system RAM needed: more than your ([\d.]+) GiB", page)
-    assert ram_line and verdict
+    assert ram_line
+    assert verdict
     assert ram_line.group(1) == verdict.group(1) == "71.67"
     assert verdict.group(2) == "64.00"
     assert not re.search(r"\d GB of system RAM", page)
