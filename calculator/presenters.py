@@ -699,7 +699,8 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
         )
         mark = "✔ " if host["fits"] else "✘ "
         lines.append(
-            mark + _markdown_text(
+            mark
+            + _markdown_text(
                 message, need=fmt_gib(host["need_bytes"]), have=fmt_gib(host["have_bytes"])
             )
         )

@@ -32,7 +32,10 @@ GPUS = ["rtx-4090-24gb", "rtx-3060-12gb", "a100-sxm-40gb", "h100-sxm-80gb", "rtx
 MODES = ["inference", "full_finetune", "lora", "qlora", "pretrain"]
 STACKS = ["hf_trainer", "hf_trainer_liger", "unsloth", "torchtune", "litgpt", "deepspeed", "fsdp2", "megatron"]  # fmt: skip
 VOLATILE = [
-    (re.compile(rb'name="csrfmiddlewaretoken" value="[^"]*"'), b'name="csrfmiddlewaretoken" value=""'),
+    (
+        re.compile(rb'name="csrfmiddlewaretoken" value="[^"]*"'),
+        b'name="csrfmiddlewaretoken" value=""',
+    ),
 ]
 
 
