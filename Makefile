@@ -17,7 +17,7 @@ LOCAL_ENV = DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-$$(cat var/secret_key)}" \
 	DJANGO_HTTPS="$${DJANGO_HTTPS:-0}" \
 	DJANGO_ALLOWED_HOSTS="$${DJANGO_ALLOWED_HOSTS:-127.0.0.1,localhost,[::1],$(HOST)}"
 
-.PHONY: run setup test test-services bench bench-load bench-instructions lint typecheck migrations-check messages system-deps browser-deps clean
+.PHONY: run setup test test-services bench bench-load bench-live bench-instructions lint typecheck migrations-check messages system-deps browser-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -91,6 +91,10 @@ bench: $(VENV)/.installed-dev setup
 
 bench-load: setup
 	$(LOCAL_ENV) $(PY) benchmarks/load.py
+
+# Keystroke to painted figures in headless Chromium on gunicorn (benchmarks/live.py).
+bench-live: $(VENV)/.installed-dev setup browser-deps
+	$(LOCAL_ENV) $(PY) benchmarks/live.py --rounds 2
 
 # CPU instructions per request (valgrind): the figure that does not move with a machine's load.
 bench-instructions: setup

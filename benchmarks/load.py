@@ -16,8 +16,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +23,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.serve import gunicorn
+
 PERMALINKS = [
     "/?model=Llama+3.1+8B&mode=inference&seq=4096",
     "/?model=Llama+3.1+8B&mode=inference&seq=32768&batch=4",
@@ -76,12 +76,6 @@ def ensure_wrk() -> str:
     sys.exit("wrk is missing: sudo apt-get install wrk")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def run_wrk(wrk: str, url: str, connections: int, seconds: int, script: Path) -> dict[str, float]:
     threads = max(1, min(2, connections))
     out = subprocess.run(
@@ -117,28 +111,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     wrk = ensure_wrk()
-    port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_DEBUG": "0",
-        "DJANGO_HTTPS": "0",
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "DJANGO_SECRET_KEY": (ROOT / "var" / "secret_key").read_text().strip(),
-        "DJANGO_LOG_LEVEL": "WARNING",
-    }
-    server = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", str(args.workers), "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base + "/_ping", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
+    with gunicorn(args.workers) as base:
         for _ in range(args.workers * 2):  # warm every worker's caches
             for path in PERMALINKS:
                 request = urllib.request.Request(base + path, headers={"HX-Request": "true"})
@@ -171,9 +144,6 @@ def main() -> None:
                         f"| {connections} | {name} | {row['rps']:.0f} | {row['p50']:.2f} | {row['p99']:.2f} | "
                         f"{row['errors']:.0f} | {row['rps'] / bare['rps']:.2f} |"
                     )
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

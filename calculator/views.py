@@ -296,6 +296,8 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
     if query.get("part") == "more":
         context["query"] = permalink_for(query, store_config=False, request=request)
         return _more_part(request, form, context)
+    if partial and _unfinished_edit(request, form, query, catalogue_for(request)):
+        return HttpResponse(status=204)  # htmx swaps nothing: the last result stays
     if form.is_valid():
         # The advice and the long GPU list come in a second request after the result (htmx).
         context.update(
@@ -400,6 +402,26 @@ def resolve_form_model(
             return ResolvedModel(None, suggestions=tuple(match.suggestions))
         return ResolvedModel(catalogue.description(preset), preset)
     return ResolvedModel(catalogue.description(match.preset), match.preset)
+
+
+def _unfinished_edit(
+    request: HttpRequest, form: CalculatorForm, query: QueryDict, catalogue: CatalogueSnapshot
+) -> bool:
+    """Whether a recompute sent while the visitor types in a field (app.js names it in
+    X-Mid-Edit) finds that field empty or not making sense yet: a number cleared to be retyped,
+    a model name half typed. The page answers as they type (issue 31), so such a keystroke must
+    not flash an error or a default's figure; the field's change event, on leaving it, asks in
+    full. A name not in the catalogue is not looked up on the Hub mid-typing either."""
+    name = request.headers.get("X-Mid-Edit", "")
+    if name not in form.fields:
+        return False
+    if not str(query.get(name, "")).strip():
+        return True
+    if not form.is_valid():
+        return name in form.errors
+    if name == "model" and form.cleaned_data.get("source") in {"", None, "preset"}:
+        return catalogue.resolve(form.cleaned_data["model"]).preset is None
+    return False
 
 
 def _resolve_model(

@@ -36,6 +36,24 @@ function syncPresetLinks(event) {
 }
 ["pointerdown", "focusin", "click"].forEach((type) => document.addEventListener(type, syncPresetLinks, true));
 
+// A request sent while a field is being typed in says which field (X-Mid-Edit): the server
+// then answers "nothing yet" (204) while that field is empty or does not parse (a half-typed
+// model name, a number cleared to retype it), so no error flashes up and the last result stays
+// until the field makes sense or loses the focus (whose change event asks in full).
+document.addEventListener("htmx:configRequest", (event) => {
+  const form = document.getElementById("calc");
+  const trigger = event.detail.triggeringEvent;
+  if (!form || event.detail.elt !== form || !trigger || trigger.type !== "input") return;
+  const field = trigger.target;
+  if (field && field.name && field.form === form) event.detail.headers["X-Mid-Edit"] = field.name;
+});
+document.addEventListener("htmx:afterRequest", (event) => {
+  const form = document.getElementById("calc");
+  if (form && event.detail.elt === form && event.detail.xhr && event.detail.xhr.status === 204) {
+    showState("data-pending", null);
+  }
+});
+
 // A pasted config can be far longer than a URL may be (gunicorn refuses request lines over
 // 8190 bytes): the page posts it instead; the server answers with a short permalink.
 document.addEventListener("htmx:configRequest", (event) => {
@@ -57,13 +75,26 @@ function showState(attribute, message) {
   if (!state) return;
   if (message) state.setAttribute(attribute, message); else state.removeAttribute(attribute);
 }
-document.addEventListener("input", (event) => {
+// An answer sent before the latest keystroke clears the sign when it lands (its #result-state
+// comes without it), though the keystroke's own answer is still to come: such an answer puts
+// it back.
+let lastEdit = 0;
+function edited(event) {
   const form = event.target.closest && event.target.closest("#calc");
-  if (form) showState("data-pending", form.dataset.msgPending);
+  if (!form) return;
+  lastEdit = performance.now();
+  showState("data-pending", form.dataset.msgPending);
+}
+document.addEventListener("input", edited);
+document.addEventListener("change", edited);
+document.addEventListener("htmx:beforeSend", (event) => {
+  if (event.detail.xhr) event.detail.xhr.sentAt = performance.now();
 });
-document.addEventListener("change", (event) => {
-  const form = event.target.closest && event.target.closest("#calc");
-  if (form) showState("data-pending", form.dataset.msgPending);
+document.addEventListener("htmx:afterSettle", (event) => {
+  const form = document.getElementById("calc");
+  const xhr = event.detail.xhr;
+  if (!form || event.detail.elt !== form || !xhr || !xhr.sentAt) return;
+  if (lastEdit > xhr.sentAt) showState("data-pending", form.dataset.msgPending);
 });
 document.addEventListener("htmx:afterRequest", (event) => {
   const form = document.getElementById("calc");
@@ -198,14 +229,11 @@ function syncJumpBar() {
   const pending = state && !state.hasAttribute("data-stale") ? state.getAttribute("data-pending") : null;
   const total = document.querySelector("#result .headline .total .num");
   const verdict = document.querySelector("#result .headline .verdict");
-  if (pending) {
-    bar.setAttribute("data-pending", "");
-    figure.textContent = pending;
-  } else {
-    bar.removeAttribute("data-pending");
-    const mark = verdict ? verdict.textContent.trim().charAt(0) : "";
-    figure.textContent = total ? `${total.textContent.trim()} GiB ${mark}`.trim() : "";
-  }
+  // The figure stays (dimmed while a newer one is on its way); the label says why.
+  const mark = verdict ? verdict.textContent.trim().charAt(0) : "";
+  figure.textContent = total ? `${total.textContent.trim()} GiB ${mark}`.trim() : "";
+  bar.querySelector(".jump-label").textContent = pending || bar.dataset.label;
+  if (pending) bar.setAttribute("data-pending", ""); else bar.removeAttribute("data-pending");
 }
 let resultObserver = null;
 function watchResult() {

@@ -46,17 +46,31 @@ def test_a_lever_clicked_right_after_typing_a_number_applies_both(page, live_ser
 
 
 def test_a_lever_pressed_while_a_recompute_is_on_its_way_still_lands(page, live_server):
-    """A recompute whose debounce runs out while the button is held (typing then clicking
-    within half a second) must not replace the link under the pointer either."""
+    """A recompute answered while the button is held (typing, then clicking before the answer
+    is in) must not replace the link under the pointer either."""
     page.goto(live_server.url + QWEN30_3060)
     page.wait_for_selector(NGL_LEVER)
     lever = page.locator(NGL_LEVER)
     layers = query(lever.get_attribute("href"))["ngl"][0]
     lever.scroll_into_view_if_needed()
-    page.fill("#id_batch", "2")  # starts the 500 ms debounce without blurring
+    held = []
+
+    def recompute(url: str) -> bool:
+        return "batch=2" in url
+
+    page.route(recompute, lambda route: held.append(route))
+    page.fill("#id_batch", "2")  # its recompute is sent, and held back here
+    page.wait_for_function(
+        "() => document.getElementById('result-state').hasAttribute('data-pending')"
+    )
     lever.hover()
     page.mouse.down()
-    page.wait_for_timeout(900)  # the debounced request would have been answered by now
+    page.wait_for_timeout(100)
+    assert held
+    for route in held:
+        route.continue_()  # the answer arrives while the button is down
+    page.wait_for_timeout(300)
+    page.unroute(recompute)
     with page.expect_navigation():
         page.mouse.up()
     inputs = query(page.url)
@@ -66,14 +80,29 @@ def test_a_lever_pressed_while_a_recompute_is_on_its_way_still_lands(page, live_
 
 
 def test_a_lever_pressed_then_dragged_off_leaves_the_recompute_to_happen(page, live_server):
-    """Holding a lever holds the recompute back; letting go elsewhere sends it after all."""
+    """Holding a lever holds the recompute's answer back; letting go elsewhere asks again."""
     page.goto(live_server.url + QWEN30_3060)
     page.wait_for_selector(NGL_LEVER)
     before = page.locator("#result .total .num").inner_text()
     page.locator(NGL_LEVER).scroll_into_view_if_needed()
+    held = []
+
+    def recompute(url: str) -> bool:
+        return "seq=4096" in url
+
+    page.route(recompute, lambda route: held.append(route))
     page.fill("#id_seq", "4096")
+    page.wait_for_function(
+        "() => document.getElementById('result-state').hasAttribute('data-pending')"
+    )
     page.locator(NGL_LEVER).hover()
     page.mouse.down()
+    page.wait_for_timeout(100)
+    for route in held:
+        route.continue_()
+    page.wait_for_timeout(300)
+    page.unroute(recompute)
+    assert page.locator("#result .total .num").inner_text() == before  # not swapped under it
     page.mouse.move(5, 5)
     with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true"):
         page.mouse.up()
@@ -116,13 +145,23 @@ def test_on_a_phone_the_figure_and_its_pending_sign_stay_in_sight(phone, live_se
     assert shown in phone.locator(bar).inner_text()
     assert "GiB" in phone.locator(bar).inner_text()
     phone.locator("#id_seq").scroll_into_view_if_needed()
+    # The answers are held back until the bar has been looked at (they come in milliseconds).
+    held = []
+    phone.route(
+        lambda url: "seq=8192" in url and "part=more" not in url, lambda route: held.append(route)
+    )
     phone.click("#id_seq")
     phone.keyboard.press("Control+A")
     phone.keyboard.type("8192")
-    # Typing: the bar stays in sight and says "Calculando…" until the new figure is in.
+    phone.wait_for_timeout(150)  # the recompute's debounce
+    # Typing: the bar stays in sight, keeps the last figure and says "Calculando…".
     assert in_view(phone, bar)
     assert phone.locator(bar).get_attribute("data-pending") is not None
     assert "Calculando" in phone.locator(bar).inner_text()
+    assert shown in phone.locator(bar).inner_text()
+    assert held
+    for route in held:
+        route.continue_()
     phone.wait_for_function(
         "() => !document.querySelector('[data-testid=jump]').hasAttribute('data-pending')"
     )
