@@ -38,6 +38,7 @@ from calculator.estimator.runtimes import (
 from calculator.estimator.runtimes.llama_cpp import gpu_slot_bytes, layer_split_gpu_bytes
 from calculator.estimator.runtimes.vllm import VllmOptions, unsupported_gpu, weights_bytes
 from calculator.estimator.speed import GPUS_PER_NODE, SpeedResult, estimate_speed, speed_series
+from calculator.l10n import catalogue_name
 from calculator.models import GpuSpec, ModelPreset
 from calculator.selectors import CatalogueSnapshot, gpu_performance
 
@@ -59,8 +60,13 @@ class OwnCard:
     memory_only: bool = True
 
     @property
+    def local_name(self) -> str:
+        # A saved link keeps the catalogue name it was saved with, in English.
+        return catalogue_name(self.name)
+
+    @property
     def display_label(self) -> str:
-        return self.name
+        return self.local_name
 
 
 def own_card(gb: float) -> OwnCard:
@@ -221,7 +227,7 @@ class Calculation:
         """Every input, as a snapshot lists it and the Markdown export repeats it."""
         return presenters.inputs_summary(
             self.request,
-            gpu_name=str(self.gpu.name) if self.gpu is not None else None,
+            gpu_name=self.gpu.local_name if self.gpu is not None else None,
             host_ram_gb=self.host_ram_gb,
         )
 
@@ -838,8 +844,8 @@ class Calculation:
         return presenters.markdown(
             self.result,
             presenters.breakdown_rows(self.result),
-            title=self.model_name,
-            gpu_name=str(self.gpu.name) if self.gpu else None,
+            title=catalogue_name(self.model_name),
+            gpu_name=self.gpu.local_name if self.gpu else None,
             verdict=self.verdict,
             link=link,
             inputs=self.inputs,

@@ -17,7 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.utils.formats import get_format
-from django.utils.translation import get_language, trans_real
+from django.utils.translation import get_language, pgettext_lazy, trans_real
 
 
 def decimal(value: float, places: int) -> str:
@@ -78,6 +78,25 @@ def labels(choices: Mapping[Any, Any] | Sequence[tuple[Any, Any]]) -> dict[Any, 
         pairs = choices.items() if isinstance(choices, Mapping) else choices
         found = _LABELS[key] = {value: str(label) for value, label in pairs}
     return found
+
+
+# Qualifiers some catalogue names end with (presets/*.json), written in English. The name stays
+# what an admin typed, and lookups keep using it; the page shows the qualifier in its language.
+NAME_QUALIFIERS = {
+    # The H100 NVL is sold as a pair of cards; the catalogue row is one of the two.
+    " (per GPU)": pgettext_lazy("catalogue name", "%(name)s (per GPU)"),
+    # Gemma 3's multimodal checkpoints, counted without their vision tower.
+    " (text part)": pgettext_lazy("catalogue name", "%(name)s (text part)"),
+}
+
+
+def catalogue_name(name: str) -> str:
+    """A GPU's or a preset's name as the page shows it: a qualifier it ends with
+    (``NAME_QUALIFIERS``) in the active language, the rest as stored."""
+    for suffix, shown in NAME_QUALIFIERS.items():
+        if name.endswith(suffix):
+            return str(shown) % {"name": name[: -len(suffix)]}
+    return name
 
 
 def _separators() -> tuple[str, str]:

@@ -17,6 +17,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from calculator.estimator import Architecture, ConfigError
+from calculator.l10n import catalogue_name
 
 slug_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9.\-]*$",
@@ -213,6 +214,12 @@ class ModelPreset(models.Model):
 
     def __str__(self) -> str:
         return self.display_name
+
+    @property
+    def local_name(self) -> str:
+        """The name as the page shows it (a qualifier in the page's language); links and the
+        model field keep ``display_name``, which finds the preset."""
+        return catalogue_name(self.display_name)
 
     def architecture(self) -> Architecture:
         return Architecture.from_hf_config(self.config)
@@ -445,12 +452,17 @@ class GpuSpec(models.Model):
         return int(nominal * DEFAULT_USABLE_FRACTION)
 
     @property
+    def local_name(self) -> str:
+        """The name as the page shows it: a qualifier in the page's language."""
+        return catalogue_name(self.name)
+
+    @property
     def display_label(self) -> str:
         """'NVIDIA H100 SXM 80GB (80 GB)': the name with the marketed memory."""
         memory = f"{Decimal(self.memory_gb).normalize():f}"
         if f"{memory}gb" in self.name.lower().replace(" ", ""):
-            return self.name
-        return f"{self.name} ({memory} GB)"
+            return self.local_name
+        return f"{self.local_name} ({memory} GB)"
 
     @property
     def nominal_bytes(self) -> int:

@@ -105,3 +105,25 @@ def test_templates_have_no_user_facing_text_outside_gettext(path):
         # Our two admin templates extend Django's, whose own strings are translated upstream.
         pass
     assert visible_text_outside_gettext(path.read_text()) == []
+
+
+# The walkthrough (../shared/research/walkthrough-turn3.md, section 5, defect 6) read "pon el
+# número de GPU en 1" (tú) next to "Inténtelo más tarde o pegue…" (usted). The catalogue
+# addressed the reader as tú in about 100 entries and as usted in 11, so it says tú throughout.
+SPANISH_TU = re.compile(r"\b(pon|elige|prueba|pega|revisa|vuelve|inténtalo|puedes|tu|tus)\b", re.I)
+SPANISH_USTED = re.compile(
+    r"\b(usted|inténtelo|pegue|compruebe|acórtelo|acorte|vuelva|elija|quite|bórrelo|borre|"
+    r"revise la|envíelo|escribió|su navegador|pruebe|ponga|escriba|utilice|introduzca)\b",
+    re.I,
+)
+
+
+def test_spanish_catalogue_speaks_to_the_reader_as_tu():
+    entries = po_entries(ROOT / "locale" / "es" / "LC_MESSAGES" / "django.po")
+    usted = [msgstr for msgstr, _fuzzy in entries.values() if SPANISH_USTED.search(msgstr)]
+    tu = [msgstr for msgstr, _fuzzy in entries.values() if SPANISH_TU.search(msgstr)]
+    assert usted == []
+    assert len(tu) > 30  # it does speak to the reader, and as tú
+    assert entries["The llama.cpp estimate covers one GPU; set the number of GPUs to 1."][0] == (
+        "La estimación de llama.cpp cubre una sola GPU; pon el número de GPU en 1."
+    )

@@ -61,7 +61,7 @@ from calculator.estimator.schemas import (
     LayerKind,
     StackSwitches,
 )
-from calculator.estimator.stacks import STACKS, Stack, resolve_switches
+from calculator.estimator.stacks import STACKS, SWITCH_NAMES, Stack, resolve_switches
 from calculator.estimator.weights import weight_bytes
 
 FP32 = 4.0
@@ -690,7 +690,8 @@ def _training(
             gettext_noop("Training stack: %(stack)s, with its defaults for %(switches)s."),
             stack.source,
             stack=stack.label,
-            switches=", ".join(switches.from_stack) or "-",
+            # English names joined by ", ": the page translates them one by one.
+            switches=", ".join(SWITCH_NAMES[name] for name in switches.from_stack) or "-",
         )
 
     # --- dtypes -----------------------------------------------------------------------

@@ -236,6 +236,16 @@ SWITCHES = (
     "parameter_offload",
     "sequence_parallel",
 )
+# The switches as a sentence names them (the page translates each one).
+SWITCH_NAMES = {
+    "optimizer_impl": gettext_noop("optimizer implementation"),
+    "loss": gettext_noop("loss"),
+    "activation_checkpointing": gettext_noop("activation checkpointing"),
+    "activation_offloading": gettext_noop("activation offloading"),
+    "optimizer_offload": gettext_noop("optimizer offload"),
+    "parameter_offload": gettext_noop("parameter offload"),
+    "sequence_parallel": gettext_noop("sequence parallelism"),
+}
 
 
 def resolve_switches(request: EstimateRequest) -> StackSwitches:

@@ -13,9 +13,17 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
-from calculator.l10n import active_language, decimal, fragment_language, gettext_memo, labels
+from calculator.l10n import (
+    active_language,
+    catalogue_name,
+    decimal,
+    fragment_language,
+    gettext_memo,
+    labels,
+)
 
 register = template.Library()
+register.filter("catalogue_name", catalogue_name)
 
 
 @register.filter
@@ -99,13 +107,22 @@ def assumption_text(assumption: Any) -> str:
     params = {
         key: decimal(value, 0)
         if isinstance(value, int) and not isinstance(value, bool)
-        else (gettext_memo(value) if isinstance(value, str) and value else value)
+        else (_translated_param(value) if isinstance(value, str) and value else value)
         for key, value in assumption.params.items()
     }
     try:
         return gettext_memo(assumption.template) % params
     except (KeyError, TypeError, ValueError):
         return str(assumption.text)
+
+
+def _translated_param(value: str) -> str:
+    """A text value of an assumption, translated; a list the estimator joined with ", " (the
+    stack's switches) item by item."""
+    whole = gettext_memo(value)
+    if whole != value or ", " not in value:
+        return whole
+    return ", ".join(gettext_memo(part) for part in value.split(", "))
 
 
 @register.filter
