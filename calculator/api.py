@@ -30,7 +30,7 @@ from calculator.estimator.bounds import MAX_SEQ_LEN
 from calculator.estimator.schemas import model_kind
 from calculator.estimator.speed import SpeedResult
 from calculator.forms import DEFAULTS, CalculatorForm
-from calculator.hub import HubError, hub_preset, stored_weight_bytes
+from calculator.hub import BeforeFetch, HubError, hub_preset, stored_weight_bytes
 from calculator.limits import hub_import_allowed
 from calculator.models import ModelPreset, PresetOrigin, gpu_figure
 from calculator.selectors import gpu_list, preset_description, preset_resolve
@@ -168,8 +168,10 @@ class ApiEstimateResponse(EstimateResult):
     preset: str | None = Field(default=None, description="The preset slug used, if any.")
     model: ModelEcho = Field(description="The model matched.")
     inputs: dict[str, Any] = Field(
-        description="Every input of the request as the estimator read it (defaults filled in), "
-        "without the model description, and ram_gb as given."
+        description="The request as a body for POST /api/v1/estimate that gives this result "
+        "again: every input as the estimator read it (defaults filled in), the model as this "
+        'API names it ({"preset": slug}, {"hub": repo} for an unreviewed import, else '
+        "the shape or config), gpu (null for a memory size) and ram_gb as given."
     )
     verdict: Verdict | None = None
     hub: HubOut | None = Field(
@@ -289,7 +291,7 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     )
 
 
-def _card(gpu_slug: str | None, vram_gb: float | None = None) -> Card | None:
+def api_card(gpu_slug: str | None, vram_gb: float | None = None) -> Card | None:
     if vram_gb:
         return own_card(vram_gb)
     if not gpu_slug:
@@ -300,9 +302,13 @@ def _card(gpu_slug: str | None, vram_gb: float | None = None) -> Card | None:
     return card
 
 
-def _resolve(
-    payload: ApiEstimateRequest, card: Card | None, http_request: HttpRequest
+def api_request_resolve(
+    payload: ApiEstimateRequest, card: Card | None, *, before_fetch: BeforeFetch | None = None
 ) -> tuple[EstimateRequest, ModelPreset | None]:
+    """The estimator's request for an API body (also what ``manage.py estimate`` reads) on
+    ``card``, and the preset it names; ``before_fetch`` runs before a Hub import is fetched.
+    Raises ``HttpError`` (404) for a preset name nothing matches, ``HubError`` for a failed
+    Hub look-up."""
     preset = None
     fields = payload.model_dump(exclude={"gpu", "model", "ram_gb"})
     if "seq_len" not in payload.model_fields_set:
@@ -311,7 +317,7 @@ def _resolve(
         preset = hub_preset(
             text=payload.model.hub,
             catalogue=lambda text: preset_resolve(text=text).preset,
-            before_fetch=hub_import_allowed(http_request),
+            before_fetch=before_fetch,
         )
         model: dict[str, Any] | ConfigModel = preset_description(preset=preset)
     elif isinstance(payload.model, PresetModel):
@@ -390,11 +396,13 @@ ESTIMATE_RESPONSES = {
 @api.post("/estimate", response=ESTIMATE_RESPONSES, summary="Estimate memory for a request")
 def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
     try:
-        card = _card(payload.gpu)
+        card = api_card(payload.gpu)
     except HttpError as error:
         return _errors(error.status_code, [("gpu", str(error))])
     try:
-        estimate_request, preset = _resolve(payload, card, request)
+        estimate_request, preset = api_request_resolve(
+            payload, card, before_fetch=hub_import_allowed(request)
+        )
         return _respond(estimate_request, preset, card, host_ram_gb=payload.ram_gb)
     except HubError as error:
         return _hub_error(error, "model.hub")
@@ -546,9 +554,9 @@ def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
         gpu_slug = form.cleaned_data.get("gpu") or None
         if gpu_slug and not gpu_list().filter(slug=gpu_slug).exists():
             gpu_slug = None
-        card = _card(gpu_slug, form.cleaned_data.get("vram"))
+        card = api_card(gpu_slug, form.cleaned_data.get("vram"))
         if card is None and form.cleaned_data.get("runtime") == "vllm":
-            card = _card(DEFAULTS["gpu"])  # as the page does
+            card = api_card(DEFAULTS["gpu"])  # as the page does
         estimate_request = request_on_card(form.estimate_fields(resolved.model), card)
         return _respond(
             estimate_request, resolved.preset, card, host_ram_gb=form.cleaned_data.get("ram")

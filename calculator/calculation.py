@@ -7,6 +7,8 @@ them) are assembled once and every surface shows the same figures. Views keep on
 
 from __future__ import annotations
 
+import json
+import shlex
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -109,6 +111,17 @@ class ReadyCommand:
     text: str
 
 
+@dataclass(frozen=True)
+class ApiRoute:
+    """One result as a script asks for it again: the ``curl`` that posts its request body, the
+    permalink's GET form of the API ("" when the link cannot hold the model), and the CLI
+    command that reads the same body."""
+
+    curl: str
+    get_url: str
+    cli: str
+
+
 class Calculation:
     """The numbers of one request on one card, as every surface shows them."""
 
@@ -145,6 +158,55 @@ class Calculation:
     @property
     def runtime(self) -> str:
         return self.request.runtime
+
+    @property
+    def model_named(self) -> bool:
+        """Whether the API can name this model (a preset, a Hub import) and get the description
+        it was computed from; a saved snapshot whose preset changed since says no."""
+        return self.preset is not None
+
+    @property
+    def model_reference(self) -> dict[str, Any]:
+        """``model`` as the API and the CLI take it: the catalogue slug (every preset is found
+        by its slug), the Hub repository of an unreviewed import (the catalogue does not
+        answer for one), else the shape or config itself."""
+        preset = self.preset
+        if preset is not None and self.model_named:
+            if preset.is_unreviewed_import and preset.hf_repo:
+                return {"hub": preset.hf_repo}
+            return {"preset": preset.slug}
+        return self.request.model.model_dump(mode="json", exclude_none=True)
+
+    def api_request(self) -> dict[str, Any]:
+        """The body of ``POST /api/v1/estimate`` (and of ``manage.py estimate --json``) that
+        gives this result again: the validated request as the estimator read it, defaults
+        filled in, with the model as the API names it, the catalogue GPU and the machine's RAM.
+        A card given only by its memory has no slug; vLLM's share of it is in
+        ``vllm.gpu_memory_bytes`` already."""
+        body: dict[str, Any] = {"model": self.model_reference}
+        body.update(self.request.model_dump(mode="json", exclude={"model"}))
+        body["gpu"] = (self.gpu.slug or None) if self.gpu is not None else None
+        body["ram_gb"] = self.host_ram_gb
+        return body
+
+    def api_route(self, *, estimate_url: str, query: str | None) -> ApiRoute:
+        """The commands that ask the API and the CLI for this result. ``estimate_url`` is the
+        address of ``/api/v1/estimate``, ``query`` the result's permalink query string (None:
+        the permalink does not say which model, as for a pasted config left out of it)."""
+        body = json.dumps(self.api_request(), indent=2, ensure_ascii=False)
+        # A quoted heredoc passes the body as it is: no character in it means anything to the
+        # shell, and JSON never puts the word JSON alone on a line.
+        heredoc = f"<<'JSON'\n{body}\nJSON"
+        curl = (
+            f"curl -s -X POST {shlex.quote(estimate_url)} "
+            f"-H 'Content-Type: application/json' --data-binary @- {heredoc}"
+        )
+        card = ""
+        if isinstance(self.gpu, OwnCard) and self.gpu.memory_only:
+            card = f" --vram {self.gpu.gb:g}"
+        cli = f"python manage.py estimate{card} --json - {heredoc}"
+        get_url = "" if query is None else f"{estimate_url}?{query}" if query else estimate_url
+        return ApiRoute(curl=curl, get_url=get_url, cli=cli)
 
     # --- the first view: breakdown, verdict, chart -------------------------------------
     @cached_property
@@ -810,7 +872,6 @@ class Calculation:
         preset = self.preset
         body = presenters.result_payload(
             self.result,
-            self.request,
             model_name=self.model_name,
             preset_slug=preset.slug if preset else None,
             hf_repo=preset.hf_repo if preset else None,
@@ -831,10 +892,8 @@ class Calculation:
         body["speed"] = self.speed.model_dump(mode="json") if self.speed else None
         body["speed_unavailable"] = self.speed_unavailable
         body["host_verdict"] = self.host_verdict
-        # The page's RAM field, under the API's name for it (not an estimator input).
-        inputs = body["inputs"]
-        if isinstance(inputs, dict):
-            inputs["ram_gb"] = self.host_ram_gb
+        # A request body as it stands: POSTed back, it gives this result again.
+        body["inputs"] = self.api_request()
         return body
 
     def markdown(self, *, link: str) -> str:

@@ -1343,15 +1343,14 @@ def verdict_payload(
 
 def result_payload(
     result: EstimateResult,
-    request: EstimateRequest,
     *,
     model_name: str,
     preset_slug: str | None,
     hf_repo: str | None,
     model_type: str,
 ) -> dict[str, object]:
-    """The result as the JSON export and the API give it: the estimator's numbers, the model it
-    was computed for and every input echoed back (without the model description itself)."""
+    """The result as the JSON export and the API give it: the estimator's numbers and the model
+    it was computed for (``Calculation.payload`` adds the inputs, as a request body)."""
     payload: dict[str, object] = result.model_dump(mode="json")
     payload["model"] = {
         "name": model_name,
@@ -1359,5 +1358,4 @@ def result_payload(
         "hf_repo": hf_repo or None,
         "model_type": model_type,
     }
-    payload["inputs"] = request.model_dump(mode="json", exclude={"model"})
     return payload

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from calculator.calculation import Calculation, Card, OwnCard, own_card
 from calculator.estimator import EstimateRequest, EstimateResult
 from calculator.estimator.speed import SpeedResult
-from calculator.models import ModelPreset, PresetOrigin, SavedResult
+from calculator.models import ModelPreset, PresetOrigin, SavedResult, config_hash
 
 GIB = 1 << 30
 
@@ -71,10 +71,18 @@ class SavedCalculation(Calculation):
         gpu: Card | None,
         preset: ModelPreset | None,
         host_ram_gb: float | None,
+        preset_current: bool = True,
     ) -> None:
         super().__init__(request, gpu=gpu, preset=preset, host_ram_gb=host_ram_gb, result=result)
         self.saved_speed = speed
         self.saved_speed_unavailable = speed_unavailable
+        self.preset_current = preset_current
+
+    @property
+    def model_named(self) -> bool:
+        # The name of a preset edited or withdrawn since would ask for another config (or for
+        # none): the request carries the one saved.
+        return self.preset is not None and self.preset_current
 
     @cached_property
     def speed(self) -> SpeedResult | None:
@@ -108,9 +116,20 @@ def saved_calculation(*, snapshot: SavedResult) -> SavedCalculation | None:
             gpu=_card(snapshot, figures),
             preset=_preset(snapshot, figures),
             host_ram_gb=figures.host_ram_gb,
+            preset_current=not preset_changed(snapshot)
+            and snapshot.preset is not None
+            and snapshot.preset.active,
         )
     except ValueError:  # pydantic's validation errors and the estimator's ConfigError
         return None
+
+
+def preset_changed(snapshot: SavedResult) -> bool:
+    """Whether the snapshot's preset was edited or deleted since it was saved."""
+    if not snapshot.preset_name:
+        return False
+    preset = snapshot.preset
+    return preset is None or config_hash(preset.config) != snapshot.preset_config_hash
 
 
 def _figures(snapshot: SavedResult) -> SavedFigures:

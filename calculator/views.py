@@ -48,7 +48,7 @@ from calculator.forms import (
 from calculator.hub import HubError, hub_resolve
 from calculator.l10n import fragment_language
 from calculator.limits import hub_import_allowed, within_rate
-from calculator.models import ModelPreset, SavedResult, config_hash
+from calculator.models import ModelPreset, SavedResult
 from calculator.page_cache import page_cache_get, page_cache_key, page_cache_set
 from calculator.selectors import (
     SNAPSHOT,
@@ -65,7 +65,7 @@ from calculator.services import (
     pasted_config_stored,
     saved_result_create,
 )
-from calculator.snapshots import saved_calculation
+from calculator.snapshots import preset_changed, saved_calculation
 from calculator.uploads import limit_text, oversize_fields
 
 logger = logging.getLogger(__name__)
@@ -608,13 +608,11 @@ def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
 
 
 def _saved(request: HttpRequest, snapshot: SavedResult) -> HttpResponse:
-    preset = snapshot.preset
     context: dict[str, Any] = {
         "snapshot": snapshot,
         # The links in the result (as on the live page) start from the saved permalink.
         "query": QueryDict(snapshot.query),
-        "preset_changed": bool(snapshot.preset_name)
-        and (preset is None or config_hash(preset.config) != snapshot.preset_config_hash),
+        "preset_changed": preset_changed(snapshot),
     }
     calculation = saved_calculation(snapshot=snapshot)
     if calculation is None:

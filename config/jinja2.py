@@ -16,8 +16,9 @@ translation is trusted markup, the values are escaped, a literal % is written %%
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.http import QueryDict
 from django.urls import get_script_prefix, reverse
 from jinja2 import ChainableUndefined, Environment, pass_context
 from jinja2.runtime import Context
@@ -25,6 +26,9 @@ from markupsafe import Markup
 
 from calculator import l10n
 from calculator.templatetags import calculator_format as fmt
+
+if TYPE_CHECKING:
+    from calculator.calculation import ApiRoute
 
 
 def per_request(function: Callable[..., str]) -> Callable[..., str]:
@@ -86,6 +90,26 @@ def url(name: str, *args: Any) -> str:
     return found
 
 
+@pass_context
+def api_route(context: Context, calculation: Any, query: QueryDict) -> ApiRoute | None:
+    """The API request, GET address and CLI command of a result (``Calculation.api_route``).
+
+    The address is absolute, built from the request's scheme and host, so that the curl runs as
+    copied. That is safe in a cached fragment: the page cache keys every page by the scheme and
+    host its absolute links are built on (calculator.page_cache), so a forged ``Host`` header
+    that ``ALLOWED_HOSTS`` lets through gets an entry of its own and never reaches another
+    visitor's page; a saved result's page is not cached at all."""
+    request = context.get("request")
+    if not calculation or request is None:
+        return None
+    estimate_url = request.build_absolute_uri(url("api:estimate_post"))
+    linked: str | None = fmt.urlencoded(query) if query else ""
+    if query and query.get("source") == "config" and not (query.get("cfg") or query.get("config")):
+        linked = None  # a pasted config neither stored nor short enough to link
+    route: ApiRoute = calculation.api_route(estimate_url=estimate_url, query=linked)
+    return route
+
+
 def environment(**options: Any) -> Environment:
     # Like the Django template language, a missing value or attribute renders as nothing.
     options["undefined"] = ChainableUndefined
@@ -98,5 +122,6 @@ def environment(**options: Any) -> Environment:
         url=url,
         query_with=fmt.query_with,
         urlencoded=fmt.urlencoded,
+        api_route=api_route,
     )
     return env

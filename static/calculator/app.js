@@ -1,13 +1,22 @@
-// The one thing htmx cannot do: copy the Markdown summary to the clipboard.
+// The one thing htmx cannot do: copy to the clipboard, the Markdown summary (fetched) or the
+// text of the element a data-copy button names by id.
 document.addEventListener("click", async (event) => {
-  const button = event.target.closest("[data-copy-markdown]");
+  const button = event.target.closest("[data-copy-markdown], [data-copy]");
   if (!button) return;
-  const response = await fetch(button.dataset.copyMarkdown);
-  await navigator.clipboard.writeText(await response.text());
+  let text;
+  if (button.dataset.copyMarkdown) {
+    text = await (await fetch(button.dataset.copyMarkdown)).text();
+  } else {
+    const source = document.getElementById(button.dataset.copy);
+    if (!source) return;
+    text = source.textContent;
+  }
+  await navigator.clipboard.writeText(text);
   button.textContent = button.dataset.copied || "✔";
 });
+// Shown only where the page may write to the clipboard (a secure context).
 function revealCopyButtons() {
-  if (navigator.clipboard) document.querySelectorAll("[data-copy-markdown]").forEach((b) => { b.hidden = false; });
+  if (navigator.clipboard) document.querySelectorAll("[data-copy-markdown], [data-copy]").forEach((b) => { b.hidden = false; });
 }
 document.addEventListener("DOMContentLoaded", revealCopyButtons);
 document.addEventListener("htmx:afterSettle", revealCopyButtons);

@@ -35,3 +35,38 @@ def test_bad_input_exits_2_with_the_validation_errors(tmp_path):
         call_command("estimate", "--json", str(path), stderr=err)
     assert raised.value.returncode == 2
     assert "batch_size" in err.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_cli_reads_the_apis_body(tmp_path):
+    # Issue 25, persona 4, defect 1: {"preset": …} and "gpu" were refused.
+    path = tmp_path / "request.json"
+    body = {"model": {"preset": "llama-3.1-8b"}, "gpu": "rtx-4090-24gb", "ram_gb": 32}
+    path.write_text(json.dumps(body))
+    out = io.StringIO()
+    call_command("estimate", "--json", str(path), stdout=out)
+    result = json.loads(out.getvalue())
+    assert result["model"]["name"] == "Llama 3.1 8B"
+    assert result["verdict"]["gpu"] == "rtx-4090-24gb"
+    assert result["inputs"]["ram_gb"] == 32
+    # --gpu chooses the card for every request, in place of the body's.
+    out = io.StringIO()
+    call_command("estimate", "--json", str(path), "--gpu", "h100-sxm-80gb", stdout=out)
+    assert json.loads(out.getvalue())["verdict"]["gpu"] == "h100-sxm-80gb"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"model": {"preset": "no such model"}}, "No preset matches"),
+        ({"model": {"params_billion": 7}, "gpu": "no-such-gpu"}, "No GPU with slug"),
+    ],
+)
+def test_the_cli_names_what_it_cannot_find_and_exits_2(tmp_path, body, message):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(body))
+    with pytest.raises(CommandError) as raised:
+        call_command("estimate", "--json", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    assert raised.value.returncode == 2
+    assert message in str(raised.value)

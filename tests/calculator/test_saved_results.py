@@ -98,12 +98,14 @@ MATRIX = {
 
 def summary(page: str) -> str:
     """The result's summary as rendered, less what a snapshot replaces: the actions (save,
-    exports), the list of inputs (the live page has the form), the links' targets (and the
-    live page's record of the inputs they were built from), and runs of white space (what the
-    removed parts leave)."""
+    exports), the API route (a note on the catalogue; test_api_route compares its commands),
+    the list of inputs (the live page has the form), the links' targets (and the live page's
+    record of the inputs they were built from), and runs of white space (what the removed parts
+    leave)."""
     start = page.index('<section id="result"')
     part = page[start : page.index('<div id="more"', start)]
     part = re.sub(r'<div class="actions">.*?</div>', "", part, flags=re.S)
+    part = re.sub(r'<details class="api-route".*?</details>', "", part, flags=re.S)
     part = re.sub(r'<dl class="inputs".*?</dl>', "", part, flags=re.S)
     part = re.sub(r'href="[^"]*"', 'href=""', part)
     part = re.sub(r' data-query="[^"]*"', "", part)
