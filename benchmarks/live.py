@@ -39,7 +39,7 @@ PROBE = """
   document.addEventListener("htmx:beforeSend", (e) => {
     bench.inflight++; bench.last = performance.now();
     const edit = bench.current; if (!edit) return;
-    if (e.detail.elt.id === "calc") edit.sent++; else if (e.detail.elt.id === "more") edit.more++;
+    if (e.detail.elt.id === "calc") { edit.sent++; edit.sentAt = performance.now(); } else if (e.detail.elt.id === "more") edit.more++;
   });
   document.addEventListener("htmx:afterRequest", (e) => {
     bench.inflight = Math.max(0, bench.inflight - 1); bench.last = performance.now();
@@ -109,6 +109,7 @@ def run(base: str, rounds: int) -> int:
     from playwright.sync_api import sync_playwright
 
     painted: list[float] = []
+    parts: dict[str, list[float]] = {"wait before sending": [], "server and network": [], "swap and paint": []}  # fmt: skip
     waited: list[float] = []
     requests: list[int] = []
     deferred: list[int] = []
@@ -133,6 +134,10 @@ def run(base: str, rounds: int) -> int:
                 deferred.append(edit["more"])
                 if edit["painted"] is not None:
                     painted.append(edit["painted"] - edit["t0"])
+                    if edit.get("sentAt") and edit.get("answered"):
+                        parts["wait before sending"].append(edit["sentAt"] - edit["t0"])
+                        parts["server and network"].append(edit["answered"] - edit["sentAt"])
+                        parts["swap and paint"].append(edit["painted"] - edit["answered"])
                 elif edit["answered"] is not None:
                     waited.append(edit["answered"] - edit["t0"])
                 status, expected = page.evaluate(EXPECTED)
@@ -149,6 +154,9 @@ def run(base: str, rounds: int) -> int:
                 f"| {label} | {len(values)} | {statistics.median(values):.0f} | "
                 f"{percentile(values, 0.95):.0f} | {max(values):.0f} |"
             )
+    for label, values in parts.items():
+        if values:
+            print(f"| … of which {label} | {len(values)} | {statistics.median(values):.0f} | {percentile(values, 0.95):.0f} | {max(values):.0f} |")  # fmt: skip
     print(
         f"\nrequests per edit: recompute {statistics.mean(requests):.2f} (max {max(requests)}), "
         f"deferred part {statistics.mean(deferred):.2f}; stale results left on screen: {len(stale)}"
