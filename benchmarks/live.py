@@ -170,8 +170,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--root", type=Path, default=None, help="serve another checkout (before/after)"
+    )
     args = parser.parse_args()
-    with gunicorn(args.workers) as base:
+    with gunicorn(args.workers, **({"root": args.root} if args.root else {})) as base:
         return run(base, args.rounds)
 
 

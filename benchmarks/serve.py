@@ -23,21 +23,22 @@ def free_port() -> int:
 
 
 @contextmanager
-def gunicorn(workers: int = 2) -> Iterator[str]:
-    """Serve the app; yields its base URL once /_ping answers, and stops it afterwards."""
+def gunicorn(workers: int = 2, root: Path = ROOT) -> Iterator[str]:
+    """Serve the app (of this checkout, or of another at ``root``, to measure two commits side
+    by side); yields its base URL once /_ping answers, and stops it afterwards."""
     port = free_port()
     env = {
         **os.environ,
         "DJANGO_DEBUG": "0",
         "DJANGO_HTTPS": "0",
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "DJANGO_SECRET_KEY": (ROOT / "var" / "secret_key").read_text().strip(),
+        "DJANGO_SECRET_KEY": (root / "var" / "secret_key").read_text().strip(),
         "DJANGO_LOG_LEVEL": "WARNING",
     }
     server = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
+        [str(root / ".venv/bin/gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
          "--workers", str(workers), "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
+        cwd=root, env=env, start_new_session=True,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:

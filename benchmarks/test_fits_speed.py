@@ -8,8 +8,8 @@ import time
 import pytest
 from django.core.cache import cache
 
-from calculator import presenters, reverse
-from calculator.models import ModelPreset
+from calculator.catalogue.models import ModelPreset
+from calculator.result import presenters, reverse
 
 
 def _cold() -> None:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
-from calculator import presenters, reverse
 from calculator.estimator.runtimes import llama_cpp
+from calculator.result import presenters, reverse
 
 PRESETS = Path(__file__).resolve().parent.parent / "presets" / "models"
 TARGET_CPU_S = 1.0

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from calculator import views
+from calculator.web import views
 
 app_name = "calculator"
 urlpatterns = [

@@ -24,11 +24,11 @@ from jinja2 import ChainableUndefined, Environment, pass_context
 from jinja2.runtime import Context
 from markupsafe import Markup
 
-from calculator import l10n
-from calculator.templatetags import calculator_format as fmt
+from calculator.inputs import l10n
+from calculator.result import formatting as fmt
 
 if TYPE_CHECKING:
-    from calculator.calculation import ApiRoute
+    from calculator.result.calculation import ApiRoute
 
 
 def per_request(function: Callable[..., str]) -> Callable[..., str]:
@@ -96,7 +96,7 @@ def api_route(context: Context, calculation: Any, query: QueryDict) -> ApiRoute 
 
     The address is absolute, built from the request's scheme and host, so that the curl runs as
     copied. That is safe in a cached fragment: the page cache keys every page by the scheme and
-    host its absolute links are built on (calculator.page_cache), so a forged ``Host`` header
+    host its absolute links are built on (calculator.web.page_cache), so a forged ``Host`` header
     that ``ALLOWED_HOSTS`` lets through gets an entry of its own and never reaches another
     visitor's page; a saved result's page is not cached at all."""
     request = context.get("request")

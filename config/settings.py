@@ -89,13 +89,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
-    "calculator.i18n.FirstVisitLanguageMiddleware",
+    "calculator.web.i18n.FirstVisitLanguageMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     # Before anything reads request.POST (the CSRF check): an oversize form post keeps its
     # small fields, and the form names the one that was too long.
-    "calculator.uploads.OversizeFormMiddleware",
+    "calculator.inputs.uploads.OversizeFormMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -115,11 +115,11 @@ AXES_FAILURE_LIMIT = env_int("DJANGO_AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = env_int("DJANGO_AXES_COOLOFF_HOURS", 1)
 AXES_LOCKOUT_PARAMETERS = ["ip_address", ["username", "user_agent"]]
 # Reverse proxies in front of the app that append to X-Forwarded-For: the rate limits and the
-# admin lockout count the address the outermost of them saw, by one rule (calculator.clients;
+# admin lockout count the address the outermost of them saw, by one rule (calculator.catalogue.clients;
 # axes' own ipware settings read only REMOTE_ADDR unless told otherwise, which behind a proxy
 # is the proxy's address: one client's failures then locked every administrator out).
 PROXY_COUNT = env_int("DJANGO_PROXY_COUNT", 0)
-AXES_CLIENT_IP_CALLABLE = "calculator.clients.client_address"
+AXES_CLIENT_IP_CALLABLE = "calculator.catalogue.clients.client_address"
 ADMIN_URL = os.environ.get("DJANGO_ADMIN_URL", "admin/").strip("/") + "/"
 
 # No inline script or style anywhere: htmx is configured by a meta tag with its indicator
@@ -159,7 +159,7 @@ HUB_IMPORT_MAX_UNREVIEWED = env_int("DJANGO_HUB_IMPORT_MAX_UNREVIEWED", 10_000)
 # catalogue (about 0.1-1 s of CPU).
 FITS_RATE_PER_MINUTE = env_int("DJANGO_FITS_RATE_PER_MINUTE", 30)
 
-# Hugging Face Hub look-ups (calculator/hub.py): HF_ENDPOINT and HF_TOKEN are read when a
+# Hugging Face Hub look-ups (calculator/catalogue/hub.py): HF_ENDPOINT and HF_TOKEN are read when a
 # look-up runs, as huggingface_hub names them. The timeout bounds each request to the Hub; the
 # deadline bounds all of a look-up's requests together (model info, config.json, safetensors
 # index and headers), well under gunicorn's 30 s worker timeout.
@@ -183,7 +183,7 @@ TEMPLATES = [
                 "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "calculator.i18n.language_links",
+                "calculator.web.i18n.language_links",
             ],
             # Partials as a builtin, so templates are written in Django 6's syntax already.
             "builtins": ["template_partials.templatetags.partials"],

@@ -3,9 +3,9 @@ from django.conf.urls.i18n import i18n_patterns
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 
-from calculator import views
 from calculator.api import api
-from calculator.i18n import switch_language
+from calculator.web import views
+from calculator.web.i18n import switch_language
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("healthz", views.healthz, name="healthz"),
@@ -19,4 +19,4 @@ urlpatterns += i18n_patterns(
     prefix_default_language=False,
 )
 
-handler500 = "calculator.views.server_error"
+handler500 = "calculator.web.views.server_error"

@@ -31,7 +31,7 @@ def _fresh_cache(request, django_db_blocker):
     from django.conf import settings
     from django.core.cache import cache
 
-    from calculator import page_cache, views
+    from calculator.web import page_cache, views
 
     page_cache._unavailable_until = 0.0  # an outage a test simulated does not outlive it
     views._SEEN.clear()  # which pages this process rendered before: see views._seen_before

@@ -1,4 +1,4 @@
-"""A local stand-in for the Hugging Face Hub: the endpoints ``calculator/hub.py`` calls, answered
+"""A local stand-in for the Hugging Face Hub: the endpoints ``calculator/catalogue/hub.py`` calls, answered
 in the Hub's format, so tests run without a network.
 
 What it serves follows what huggingface_hub 2.x requests and expects (read in its source,

@@ -107,7 +107,7 @@ def test_the_wsgi_module_freezes_what_lives_as_long_as_the_worker():
     try:
         import config.wsgi  # noqa: F401
 
-        assert "calculator.views" in sys.modules
+        assert "calculator.web.views" in sys.modules
         assert "calculator.estimator" in sys.modules
         assert gc.get_freeze_count() > frozen_before + 10_000  # the modules' objects, at least
     finally:

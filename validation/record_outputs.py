@@ -124,7 +124,7 @@ def collect() -> dict[str, bytes]:
     from django.test import Client
     from django.test.utils import setup_test_environment
 
-    from calculator.models import ModelPreset
+    from calculator.catalogue.models import ModelPreset
 
     setup_test_environment()
     cache.clear()

@@ -4,6 +4,7 @@
 ``manage.py estimate`` command call.
 """
 
+from calculator.estimator import families  # noqa: F401 (fills the config readers)
 from calculator.estimator.architecture import Architecture, ConfigError
 from calculator.estimator.core import estimate, resolve_architecture
 from calculator.estimator.schemas import (

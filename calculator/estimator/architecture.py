@@ -11,7 +11,7 @@ parameter counting, shared by all families, lives here and follows the module la
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any, Literal, Self
 
@@ -224,8 +224,7 @@ class Architecture(BaseModel):
 
     @classmethod
     def _read(cls, config: Mapping[str, Any]) -> Architecture:
-        from calculator.estimator.families.registry import family_of, reader_for
-
+        family_of, reader_for = _family_readers()
         family = family_of(config)
         model_type = str(config.get("model_type") or "")
         if family is None:
@@ -667,3 +666,22 @@ def layer_types_from(
             )
         return tuple(kinds), window if "sliding" in kinds else None
     return (), None
+
+
+# How a config finds its family's reader: the family modules (estimator/families) build on this
+# module, so it does not import them; their registry hands these two functions over once all of
+# them are imported (families/__init__.py), and the estimator package imports the families.
+_FAMILY_READERS: dict[str, Callable[..., Any]] = {}
+
+
+def use_family_readers(
+    family_of: Callable[[Mapping[str, Any]], str | None],
+    reader_for: Callable[[Mapping[str, Any]], Callable[[ConfigFields], Architecture]],
+) -> None:
+    _FAMILY_READERS.update(family_of=family_of, reader_for=reader_for)
+
+
+def _family_readers() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    if not _FAMILY_READERS:
+        raise RuntimeError("calculator.estimator.families was not imported: import the package")
+    return _FAMILY_READERS["family_of"], _FAMILY_READERS["reader_for"]

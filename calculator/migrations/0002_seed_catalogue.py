@@ -6,7 +6,7 @@ from django.db import migrations
 
 
 def seed(apps: Any, schema_editor: Any) -> None:
-    from calculator.services import catalogue_load_gpus, catalogue_load_presets
+    from calculator.catalogue.services import catalogue_load_gpus, catalogue_load_presets
 
     catalogue_load_presets(
         preset_model=apps.get_model("calculator", "ModelPreset"),

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 def fill_performance(apps: Any, schema_editor: Any) -> None:
     """Seed the new figures into rows an admin has not edited (same loader as load_presets)."""
-    from calculator.services import catalogue_load_gpus, catalogue_refingerprint_gpus
+    from calculator.catalogue.services import catalogue_load_gpus, catalogue_refingerprint_gpus
 
     gpu_model = apps.get_model("calculator", "GpuSpec")
     catalogue_refingerprint_gpus(gpu_model=gpu_model)

@@ -12,7 +12,7 @@ def derive_aliases(apps, schema_editor):
     one counts as edited now, so the catalogue version (and every cached "not found") moves."""
     from django.utils import timezone
 
-    from calculator.services import preset_aliases_derive
+    from calculator.catalogue.services import preset_aliases_derive
 
     alias_model = apps.get_model("calculator", "ModelAlias")
     preset_model = apps.get_model("calculator", "ModelPreset")

@@ -1,7 +1,7 @@
 import pytest
 from django.contrib.auth.models import User
 
-from calculator.models import GpuSpec
+from calculator.catalogue.models import GpuSpec
 from tests.browser.conftest import screenshot
 
 pytestmark = pytest.mark.browser

@@ -5,7 +5,7 @@ import re
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from calculator.models import ModelPreset
+from calculator.catalogue.models import ModelPreset
 from tests.browser.conftest import screenshot
 
 pytestmark = pytest.mark.browser

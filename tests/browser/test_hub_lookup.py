@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from calculator.models import ModelPreset, PresetOrigin
+from calculator.catalogue.models import ModelPreset, PresetOrigin
 from tests.browser.conftest import screenshot
 from tests.browser.test_calculator_page import wait_for_recompute
 from tests.conftest import closed_port, load_validation_config

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.contrib.auth.models import User
 
-from calculator.models import ModelPreset
+from calculator.catalogue.models import ModelPreset
 from tests.conftest import load_validation_config
 
 pytestmark = pytest.mark.django_db
@@ -105,7 +105,7 @@ def test_import_shows_validation_errors_inline(staff):
 
 
 def test_gpu_admin_lists_and_edits_the_performance_figures(staff):
-    from calculator.models import GpuSpec
+    from calculator.catalogue.models import GpuSpec
 
     listing = staff.get("/admin/calculator/gpuspec/?interconnect__exact=nvlink").content.decode()
     assert "Dense FP8 TFLOPS" in listing  # the admin capitalises column headers

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.utils import timezone
 
-from calculator.models import ModelPreset
+from calculator.catalogue.models import ModelPreset
 from tests.calculator.test_admin_conflicts import admin_client, form_fields
 from tests.conftest import load_validation_config
 

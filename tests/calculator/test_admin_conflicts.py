@@ -12,8 +12,8 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 
-from calculator.admin import GpuSpecAdmin
-from calculator.models import GpuSpec, ModelAlias, ModelPreset, PresetOrigin
+from calculator.catalogue.admin import GpuSpecAdmin
+from calculator.catalogue.models import GpuSpec, ModelAlias, ModelPreset, PresetOrigin
 from tests.conftest import load_validation_config
 
 pytestmark = pytest.mark.django_db
@@ -325,7 +325,7 @@ def test_the_catalogue_loader_and_an_admin_save_at_once_lose_neither(monkeypatch
     """`load_presets` updates a row nobody edited; an admin saving it during that update must
     not be overwritten (and the row then look unedited to every later load). The loader is
     held between its read and its write for up to a second while the admin saves."""
-    from calculator import services
+    from calculator.catalogue import services
 
     entry = {"slug": "race-gpu", "name": "Race GPU", "vendor": "nvidia", "memory_gb": 8}
     seed = tmp_path / "gpus.json"

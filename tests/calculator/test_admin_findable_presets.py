@@ -7,7 +7,7 @@ import json
 import pytest
 from django.apps import apps
 
-from calculator.models import ModelAlias, ModelPreset
+from calculator.catalogue.models import ModelAlias, ModelPreset
 from tests.calculator.test_admin_conflicts import admin_client, form_fields
 from tests.conftest import load_validation_config
 

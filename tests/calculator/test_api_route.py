@@ -17,9 +17,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.core.management import call_command
 
-from calculator.models import ModelPreset
-from calculator.selectors import preset_resolve
-from calculator.services import pasted_config_store
+from calculator.catalogue.models import ModelPreset
+from calculator.catalogue.selectors import preset_resolve
+from calculator.catalogue.services import pasted_config_store
 
 pytestmark = pytest.mark.django_db
 

@@ -74,7 +74,7 @@ def test_a_result_is_shared_once_it_is_asked_for_again(client, monkeypatch):
         written.append(key)
         return original(key, *args, **kwargs)
 
-    # calculator.views uses the same django.core.cache.cache object.
+    # calculator.web.views uses the same django.core.cache.cache object.
     monkeypatch.setattr(cache, "set", recording_set)
     url = f"/?model=Llama+3.1+8B&seq=4321&probe={uuid.uuid4().hex}"
     client.get(url, HTTP_HX_REQUEST="true")

@@ -7,9 +7,9 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from calculator.models import GpuSpec, ModelAlias, ModelPreset, alias_key
-from calculator.selectors import preset_resolve
-from calculator.services import catalogue_load_presets
+from calculator.catalogue.models import GpuSpec, ModelAlias, ModelPreset, alias_key
+from calculator.catalogue.selectors import preset_resolve
+from calculator.catalogue.services import catalogue_load_presets
 
 pytestmark = pytest.mark.django_db
 
@@ -134,7 +134,7 @@ def test_every_gpu_with_a_performance_figure_cites_a_source():
 
 
 def test_performance_figures_reach_the_speed_estimate():
-    from calculator.selectors import gpu_performance
+    from calculator.catalogue.selectors import gpu_performance
 
     gpu = gpu_performance(gpu=GpuSpec.objects.get(slug="h100-sxm-80gb"), count=8)
     assert gpu is not None
@@ -147,7 +147,7 @@ def test_performance_figures_reach_the_speed_estimate():
 
 
 def test_migration_0008_fills_unedited_rows_and_keeps_edited_ones():
-    from calculator.services import (
+    from calculator.catalogue.services import (
         GPU_FIELDS_BEFORE_0008,
         _row_values,
         catalogue_load_gpus,

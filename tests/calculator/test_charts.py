@@ -1,4 +1,4 @@
-"""Chart geometry (calculator/charts.py) against points worked out by hand, and the SVG partial.
+"""Chart geometry (calculator/result/charts.py) against points worked out by hand, and the SVG partial.
 
 The default frame: viewBox 496 × 300, plot box from x = 64 to 464 (400 wide) and y = 28 to 228
 (200 high). x is base-2 logarithmic; y linear from zero to the top "nice" tick, or (vLLM's
@@ -11,7 +11,7 @@ import pytest
 from django.template.loader import render_to_string
 from django.utils import translation
 
-from calculator.charts import (
+from calculator.result.charts import (
     GIB,
     Chart,
     Point,

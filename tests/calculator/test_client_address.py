@@ -11,7 +11,7 @@ from axes.models import AccessAttempt  # type: ignore[import-untyped]
 from django.contrib.auth.models import User
 from django.test import RequestFactory
 
-from calculator.clients import client_address, client_key
+from calculator.catalogue.clients import client_address, client_key
 
 pytestmark = pytest.mark.django_db
 PROXY = "127.0.0.1"  # every request reaches the app from nginx

@@ -15,7 +15,7 @@ import pytest
 from django.core.cache import cache
 from django.utils import translation
 
-from calculator.templatetags.calculator_format import gib, percent
+from calculator.result.formatting import gib, percent
 
 pytestmark = pytest.mark.django_db
 
@@ -106,8 +106,8 @@ def test_fits_list_puts_two_bit_fits_last(client):
 
 
 def test_fits_examples_above_the_headline_are_marked(client):
-    from calculator import reverse
-    from calculator.selectors import preset_list
+    from calculator.catalogue.selectors import preset_list
+    from calculator.result import reverse
 
     workload = reverse.Workload(mode="inference", seq_len=4096, batch_size=1)
     table = reverse.tier_table(workload, list(preset_list()))
@@ -321,7 +321,7 @@ def test_fast_number_format_matches_djangos(language):
 
     from django.utils.formats import number_format
 
-    from calculator.l10n import decimal
+    from calculator.inputs.l10n import decimal
 
     values = [0.0, 0.005, 0.125, 999.995, 1234.5, 181.699, 4096, 1e6 + 0.5, 123456789.987]
     with translation.override(language):
@@ -339,7 +339,7 @@ def test_whole_numbers_are_formatted_exactly_however_large(language):
     grouped as Django groups them. 456,089,655,296 is MiniMax-M1's parameter count."""
     from django.utils.formats import number_format
 
-    from calculator.l10n import decimal
+    from calculator.inputs.l10n import decimal
 
     with translation.override(language):
         for value in (0, 7, 4096, 456_089_655_296, 2**60 + 1):

@@ -2,10 +2,10 @@
 
 import pytest
 
-from calculator import reverse
+from calculator.catalogue.models import ModelPreset
 from calculator.estimator import estimate
-from calculator.models import ModelPreset
-from calculator.views import form_data  # noqa: F401  (the calculator's permalink parser)
+from calculator.result import reverse
+from calculator.web.views import form_data  # noqa: F401  (the calculator's permalink parser)
 
 pytestmark = pytest.mark.django_db
 GIB = 1 << 30

@@ -3,10 +3,10 @@ against hand calculations from published configs and ggml's block sizes."""
 
 import pytest
 
-from calculator import reverse
+from calculator.catalogue.models import ModelPreset
 from calculator.estimator import ConfigModel, estimate, resolve_architecture
 from calculator.estimator.runtimes import VllmOptions, estimate_vllm
-from calculator.models import ModelPreset
+from calculator.result import reverse
 
 pytestmark = pytest.mark.django_db
 GIB = 1 << 30

@@ -68,7 +68,7 @@ def test_a_tier_example_opens_with_the_same_training_switches(client):
     response = client.get("/fits/?mode=lora&seq=2048")
     cell = response.context["table"][0].cells[1]
     example = cell.examples[0]
-    from calculator.reverse import calculator_query
+    from calculator.result.reverse import calculator_query
 
     query = calculator_query(response.context["workload"], example.preset, cell.precision)
     assert "act_ckpt=full" in query

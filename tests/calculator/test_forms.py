@@ -8,8 +8,8 @@ import pytest
 from django import forms
 from django.http import QueryDict
 
-from calculator.forms import CUSTOM_FIELDS, LLAMA_CPP_FIELDS, VLLM_FIELDS, CalculatorForm
-from calculator.views import form_data
+from calculator.inputs.forms import CUSTOM_FIELDS, LLAMA_CPP_FIELDS, VLLM_FIELDS, CalculatorForm
+from calculator.web.views import form_data
 
 QUERIES = [
     "model=qwen2-7B&mode=lora&seq=1234",

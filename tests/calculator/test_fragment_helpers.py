@@ -5,9 +5,9 @@ import pytest
 from django.http import QueryDict
 from django.utils import translation
 
-from calculator.forms import LOSS_CHOICES, STACK_CHOICES
-from calculator.l10n import gettext_memo, labels
-from calculator.templatetags.calculator_format import stack_label, urlencoded
+from calculator.inputs.forms import LOSS_CHOICES, STACK_CHOICES
+from calculator.inputs.l10n import gettext_memo, labels
+from calculator.result.formatting import stack_label, urlencoded
 
 QUERIES = [
     "",
@@ -63,8 +63,8 @@ def test_assumption_and_source_texts_are_djangos(language):
     from django.utils.translation import gettext
 
     from calculator.estimator import EstimateRequest, estimate
-    from calculator.l10n import fragment_language
-    from calculator.templatetags.calculator_format import assumption_text, source_text
+    from calculator.inputs.l10n import fragment_language
+    from calculator.result.formatting import assumption_text, source_text
     from tests.conftest import load_validation_config
 
     assumptions = []

@@ -8,7 +8,7 @@ import logging
 import pytest
 from django.utils import timezone
 
-from calculator.models import GpuSpec
+from calculator.catalogue.models import GpuSpec
 from tests.calculator.test_admin_conflicts import admin_client, gpu_url, save
 from tests.conftest import ROOT
 
@@ -103,7 +103,7 @@ def written_past_the_admin(**values) -> None:
 )
 def test_a_bad_figure_written_past_the_admin_is_ignored_not_a_500(client, caplog, values):
     written_past_the_admin(**values)
-    with caplog.at_level(logging.WARNING, logger="calculator.selectors"):
+    with caplog.at_level(logging.WARNING, logger="calculator.catalogue.selectors"):
         for path in (
             "/?gpu=rtx-3060-12gb",
             "/?gpu=rtx-3060-12gb&part=more",

@@ -13,7 +13,7 @@ def test_healthz_is_200_when_the_database_answers(client):
 
 @pytest.mark.django_db
 def test_healthz_is_503_when_the_database_does_not(client):
-    with mock.patch("calculator.views.connection.cursor", side_effect=OperationalError("down")):
+    with mock.patch("calculator.web.views.connection.cursor", side_effect=OperationalError("down")):
         response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["database"] == "unreachable"

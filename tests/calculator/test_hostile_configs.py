@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from calculator.models import PastedConfig, SavedResult
+from calculator.catalogue.models import PastedConfig, SavedResult
 
 pytestmark = pytest.mark.django_db
 

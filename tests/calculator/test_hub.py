@@ -21,8 +21,8 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from calculator.hub import HubError, hub_model_import, hub_repo_id, stored_weight_bytes
-from calculator.models import ModelPreset, PresetOrigin
+from calculator.catalogue.hub import HubError, hub_model_import, hub_repo_id, stored_weight_bytes
+from calculator.catalogue.models import ModelPreset, PresetOrigin
 from tests.conftest import ROOT, closed_port, load_validation_config
 from tests.hub_standin import Repo, safetensors_file
 

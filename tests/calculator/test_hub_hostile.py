@@ -14,9 +14,9 @@ import pytest
 from django.db import DataError, IntegrityError
 from django.utils import translation
 
-import calculator.hub as hub_module
-from calculator.hub import HubError, hub_model_import
-from calculator.models import ModelAlias, ModelPreset
+import calculator.catalogue.hub as hub_module
+from calculator.catalogue.hub import HubError, hub_model_import
+from calculator.catalogue.models import ModelAlias, ModelPreset
 from tests.calculator.test_hub import QWEN25_05B_PARAMS, QWEN_COPY, post, serve_qwen
 from tests.conftest import load_validation_config
 from tests.hub_standin import (

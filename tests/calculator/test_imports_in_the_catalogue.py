@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from calculator.models import ModelPreset, PresetOrigin
-from calculator.selectors import catalogue_version
+from calculator.catalogue.models import ModelPreset, PresetOrigin
+from calculator.catalogue.selectors import catalogue_version
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ The reference below is an independent, deliberately naive search: bisection over
 
 import pytest
 
-from calculator import presenters
 from calculator.estimator import EstimateRequest, estimate
+from calculator.result import presenters
 from tests.conftest import load_validation_config
 
 GIB = 1 << 30
@@ -84,7 +84,7 @@ def test_search_needs_few_estimator_runs(monkeypatch):
 def test_the_gpu_list_stops_counting_once_every_card_holds_the_job(name, changes):
     """The GPU list from the counts up to the first that every catalogue card holds equals the
     list from all seven counts (1-64 GPUs): no card needs more GPUs than that count."""
-    from calculator.models import GpuSpec
+    from calculator.catalogue.models import GpuSpec
 
     gpus = list(GpuSpec.objects.filter(active=True))
     assert len(gpus) > 10  # the catalogue the migrations and load_presets put in the test database

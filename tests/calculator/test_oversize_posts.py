@@ -10,8 +10,8 @@ from urllib.parse import urlencode
 import pytest
 from django.conf import settings
 
-from calculator.forms import CalculatorForm
-from calculator.models import GpuSpec, ModelPreset, PastedConfig
+from calculator.catalogue.models import GpuSpec, ModelPreset, PastedConfig
+from calculator.inputs.forms import CalculatorForm
 from tests.calculator.test_admin_conflicts import admin_client, form_fields, gpu_url
 from tests.conftest import load_validation_config
 

@@ -1,4 +1,4 @@
-"""The shared page cache (calculator/page_cache.py): keyed by what a page is computed from,
+"""The shared page cache (calculator/web/page_cache.py): keyed by what a page is computed from,
 never by the raw request, and never a reason for a page to fail.
 
 Findings 2, 7 and 14 of the security review of 654b6a2: a junk key (``z=<random>``) missed the
@@ -11,7 +11,7 @@ from unittest import mock
 import pytest
 from django.core.cache import cache
 
-from calculator import page_cache, views
+from calculator.web import page_cache, views
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ import time
 import pytest
 from django.db import connection
 
-from calculator.models import RateCounter
-from calculator.ratelimit import rate_limit_count, rate_limit_within
+from calculator.catalogue.models import RateCounter
+from calculator.catalogue.ratelimit import rate_limit_count, rate_limit_within
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

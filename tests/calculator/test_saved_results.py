@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from calculator.models import GpuSpec, ModelPreset, SavedResult
+from calculator.catalogue.models import GpuSpec, ModelPreset, SavedResult
 
 pytestmark = pytest.mark.django_db
 

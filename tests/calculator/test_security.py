@@ -9,9 +9,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from calculator.forms import PERMALINK_KEYS
-from calculator.models import SavedResult
-from calculator.services import stored_rows_prune
+from calculator.catalogue.models import SavedResult
+from calculator.catalogue.services import stored_rows_prune
+from calculator.inputs.forms import PERMALINK_KEYS
 
 pytestmark = pytest.mark.django_db
 XSS = '<script>alert("x")</script>"><img src=x onerror=alert(1)>'

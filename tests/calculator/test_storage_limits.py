@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from calculator.models import PastedConfig, SavedResult
+from calculator.catalogue.models import PastedConfig, SavedResult
 
 pytestmark = pytest.mark.django_db
 

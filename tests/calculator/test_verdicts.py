@@ -16,7 +16,7 @@ import re
 import pytest
 from django.core.cache import cache
 
-from calculator.presenters import Verdict, run_verdict
+from calculator.result.presenters import Verdict, run_verdict
 
 pytestmark = pytest.mark.django_db
 

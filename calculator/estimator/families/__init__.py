@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import importlib
 
-from calculator.estimator.families.registry import READERS, known_model_types, reader_for, register
+from calculator.estimator.architecture import use_family_readers
+from calculator.estimator.families.registry import (
+    READERS,
+    family_of,
+    known_model_types,
+    reader_for,
+    register,
+)
 
 FAMILY_MODULES = (
     "afmoe",
@@ -65,5 +72,6 @@ FAMILY_MODULES = (
 
 for _module in FAMILY_MODULES:
     importlib.import_module(f"{__name__}.{_module}")
+use_family_readers(family_of, reader_for)
 
 __all__ = ["FAMILY_MODULES", "READERS", "known_model_types", "reader_for", "register"]

@@ -1,10 +1,10 @@
 """``manage.py estimate --json FILE [--gpu SLUG | --vram GB]``: the calculation for request JSON.
 
 Reads what ``POST /api/v1/estimate`` takes (one body, or a list of them) and prints what the API
-and the page's JSON export give (calculator/calculation.py): the estimator's result, the model,
+and the page's JSON export give (calculator/result/calculation.py): the estimator's result, the model,
 the inputs, the runtime's buffers and commands, and with a GPU its verdict. ``model`` may name a
 catalogue preset (``{"preset": "qwen2-7b"}``) or a Hub repository (``{"hub": "org/name"}``, or
-a Hub URL; looked up as the page and the API do, calculator/hub.py) besides a shape or a config;
+a Hub URL; looked up as the page and the API do, calculator/catalogue/hub.py) besides a shape or a config;
 ``gpu`` and ``ram_gb`` are the API's. ``--gpu``/``--vram`` choose the card for every request, in
 place of its ``gpu``. With the ``vllm`` runtime the card's memory is vLLM's unless the request
 gives ``vllm.gpu_memory_bytes``, and ``seq_len`` is its ``--max-model-len`` as on the page.
@@ -21,10 +21,10 @@ from django.core.management.base import BaseCommand, CommandError
 from ninja.errors import HttpError
 from pydantic import TypeAdapter, ValidationError
 
-from calculator.api import ApiEstimateRequest, api_card, api_request_resolve
-from calculator.calculation import Calculation, Card, own_card
+from calculator.api.v1 import ApiEstimateRequest, api_card, api_request_resolve
+from calculator.catalogue.hub import HubError
 from calculator.estimator import ConfigError
-from calculator.hub import HubError
+from calculator.result.calculation import Calculation, Card, own_card
 
 # Far beyond a list of requests with pasted configs; a bound, so `--json /dev/zero` stops.
 MAX_INPUT_CHARS = 64 * 1024 * 1024

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from calculator.models import GpuSpec, ModelAlias, ModelPreset
-from calculator.services import catalogue_load_gpus, catalogue_load_presets
+from calculator.catalogue.models import GpuSpec, ModelAlias, ModelPreset
+from calculator.catalogue.services import catalogue_load_gpus, catalogue_load_presets
 
 
 class Command(BaseCommand):

@@ -42,7 +42,7 @@ class BuildFile(makemessages.BuildFile):
 
 class Command(makemessages.Command):
     build_file_class = BuildFile
-    # calculator.l10n.gettext_memo is gettext, memoised: its messages are extracted too.
+    # calculator.inputs.l10n.gettext_memo is gettext, memoised: its messages are extracted too.
     xgettext_options = [*makemessages.Command.xgettext_options, "--keyword=gettext_memo"]
 
     def handle(self, *args: Any, **options: Any) -> None:

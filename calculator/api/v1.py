@@ -18,7 +18,10 @@ from ninja.errors import HttpError, ValidationError
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from calculator.calculation import Calculation, Card, own_card, request_on_card
+from calculator.catalogue.hub import BeforeFetch, HubError, hub_preset, stored_weight_bytes
+from calculator.catalogue.limits import hub_import_allowed
+from calculator.catalogue.models import ModelPreset, PresetOrigin, gpu_figure
+from calculator.catalogue.selectors import gpu_list, preset_description, preset_resolve
 from calculator.estimator import (
     ConfigError,
     ConfigModel,
@@ -29,11 +32,8 @@ from calculator.estimator import (
 from calculator.estimator.bounds import MAX_SEQ_LEN
 from calculator.estimator.schemas import model_kind
 from calculator.estimator.speed import SpeedResult
-from calculator.forms import DEFAULTS, CalculatorForm
-from calculator.hub import BeforeFetch, HubError, hub_preset, stored_weight_bytes
-from calculator.limits import hub_import_allowed
-from calculator.models import ModelPreset, PresetOrigin, gpu_figure
-from calculator.selectors import gpu_list, preset_description, preset_resolve
+from calculator.inputs.forms import DEFAULTS, CalculatorForm
+from calculator.result.calculation import Calculation, Card, own_card, request_on_card
 
 api = NinjaAPI(
     title="LLM GPU memory calculator API",
@@ -483,7 +483,12 @@ class PermalinkQuery(Schema):
     ckpt: str | None = Field(default=None, description="Gradient checkpointing ('on').")
     attn: str | None = Field(default=None, description="flash or eager.")
     lora_rank: str | None = None
-    lora_targets: list[str] | None = None
+    # A list, never null: the schema has no "anyOf" whose serialized negative example (an empty
+    # key) reads as a valid empty item; a key sent empty is the default, as for every field.
+    lora_targets: list[str] = Field(
+        default_factory=list,
+        description="LoRA target modules (repeat the key); all-linear for all.",
+    )
     gpus: str | None = None
     zero: str | None = None
     tp: str | None = None
@@ -538,7 +543,7 @@ class PermalinkQuery(Schema):
     "numbers the page shows.",
 )
 def estimate_get(request: HttpRequest, permalink: Query[PermalinkQuery]) -> Any:
-    from calculator.views import catalogue_for, form_data, resolve_form_model
+    from calculator.web.views import catalogue_for, form_data, resolve_form_model
 
     form = CalculatorForm(form_data(_without_empty_defaults(request.GET)))
     if not form.is_valid():
@@ -583,7 +588,7 @@ class ModelFilters(Schema):
 def models(request: HttpRequest, filters: Query[ModelFilters]) -> dict[str, Any]:
     queryset = ModelPreset.objects.filter(active=True, reviewed=True).prefetch_related("aliases")
     if filters.q:
-        from calculator.models import alias_key
+        from calculator.catalogue.models import alias_key
 
         key = alias_key(filters.q)
         queryset = (

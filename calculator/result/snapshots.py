@@ -12,12 +12,15 @@ import json
 from functools import cached_property
 from typing import Any
 
+from django.conf import settings
+from django.db import transaction
 from pydantic import BaseModel, ConfigDict
 
-from calculator.calculation import Calculation, Card, OwnCard, own_card
+from calculator.catalogue.models import ModelPreset, PresetOrigin, SavedResult, config_hash
+from calculator.catalogue.services import make_room, stored_rows_prune
 from calculator.estimator import EstimateRequest, EstimateResult
 from calculator.estimator.speed import SpeedResult
-from calculator.models import ModelPreset, PresetOrigin, SavedResult, config_hash
+from calculator.result.calculation import Calculation, Card, OwnCard, own_card
 
 GIB = 1 << 30
 
@@ -182,3 +185,34 @@ def _preset(snapshot: SavedResult, figures: SavedFigures) -> ModelPreset | None:
         origin=PresetOrigin.HUB if figures.preset_unreviewed else PresetOrigin.CATALOGUE,
         reviewed=not figures.preset_unreviewed,
     )
+
+
+def saved_result_create(*, query: str, calculation: Calculation, owner: str) -> SavedResult:
+    """Freeze a result behind an unguessable short id, with everything its page shows (the
+    speed, the card, the RAM given: ``calculator.result.snapshots``); later edits of the catalogue
+    cannot change what it shows. Raises ``StorageFull`` when no row can be stored for this
+    client."""
+    request, result = calculation.request, calculation.result
+    preset, gpu = calculation.preset, calculation.gpu
+    stored_rows_prune()
+    with transaction.atomic():
+        make_room(
+            SavedResult,
+            owner=owner,
+            age_field="created_at",
+            max_rows=settings.SAVED_RESULT_MAX_ROWS,
+            per_client=settings.SAVED_RESULT_MAX_PER_CLIENT,
+        )
+        return SavedResult.objects.create(
+            query=query,
+            request_json=request.model_dump(mode="json"),
+            result_json=result.model_dump(mode="json"),
+            preset=preset,
+            preset_name=preset.display_name if preset else "",
+            preset_config_hash=config_hash(preset.config) if preset else "",
+            gpu_name=str(gpu.name) if gpu else "",
+            gpu_usable_bytes=gpu.usable_bytes if gpu else None,
+            gpu_nominal_bytes=gpu.nominal_bytes if gpu else None,
+            calculation_json=saved_figures(calculation),
+            owner=owner,
+        )

@@ -15,6 +15,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from calculator.catalogue.models import DEFAULT_USABLE_FRACTION, ModelPreset
+from calculator.catalogue.selectors import preset_description
 from calculator.estimator import (
     Architecture,
     ConfigModel,
@@ -30,9 +32,7 @@ from calculator.estimator.runtimes import longest_context_full_offload, longest_
 from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
 from calculator.estimator.runtimes.vllm import unsupported_gpu
 from calculator.estimator.speed import GpuPerformance, estimate_speed
-from calculator.models import DEFAULT_USABLE_FRACTION, ModelPreset
-from calculator.presenters import cached_estimate, largest_fitting, runtime_fits
-from calculator.selectors import preset_description
+from calculator.result.presenters import cached_estimate, largest_fitting, runtime_fits
 
 TIERS_GB = (16, 24, 48, 80, 96, 128, 160, 192, 256, 320, 384, 512)
 PRECISIONS_BY_MODE = {

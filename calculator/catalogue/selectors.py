@@ -13,9 +13,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from calculator.estimator import ConfigModel
-from calculator.estimator.speed import GpuPerformance
-from calculator.models import (
+from calculator.catalogue.models import (
     GPU_BOUNDS,
     GpuSpec,
     Interconnect,
@@ -24,6 +22,8 @@ from calculator.models import (
     alias_key,
     gpu_figure,
 )
+from calculator.estimator import ConfigModel
+from calculator.estimator.speed import GpuPerformance
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def preset_resolve(*, text: str) -> PresetMatch:
     """Find the preset a typed name means; when none matches exactly, the closest names.
 
     Only reviewed presets take part (a Hub import answers its own repository id, through
-    ``calculator.hub``, until an admin reviews it). An exact alias key wins; otherwise a single preset whose key starts with the typed key (so
+    ``calculator.catalogue.hub``, until an admin reviews it). An exact alias key wins; otherwise a single preset whose key starts with the typed key (so
     'mixtral' finds Mixtral 8x7B when it is the only Mixtral); otherwise no guess, only
     suggestions ranked by similarity.
     """
@@ -315,6 +315,6 @@ SNAPSHOT = CatalogueSnapshot()
 
 def pasted_config_text(*, config_id: str) -> str | None:
     """The text of a stored pasted config, or None once it has been pruned."""
-    from calculator.models import PastedConfig
+    from calculator.catalogue.models import PastedConfig
 
     return PastedConfig.objects.filter(pk=config_id).values_list("text", flat=True).first()

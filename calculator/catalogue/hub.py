@@ -48,9 +48,9 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, validate_repo_id
 
+from calculator.catalogue.models import ModelAlias, ModelPreset, PresetOrigin, Quantization
 from calculator.estimator import Architecture, ConfigError
 from calculator.estimator.checkpoint import stored_bytes
-from calculator.models import ModelAlias, ModelPreset, PresetOrigin, Quantization
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 HUB_HOSTS = frozenset({"huggingface.co", "www.huggingface.co", "hf.co"})

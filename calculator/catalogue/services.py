@@ -13,18 +13,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from calculator.calculation import Calculation
-from calculator.estimator import Architecture, ConfigError
-from calculator.models import (
+from calculator.catalogue.models import (
     ModelAlias,
     PastedConfig,
     SavedResult,
     alias_key,
-    config_hash,
     json_safe,
     pasted_config_id,
 )
-from calculator.snapshots import saved_figures
+from calculator.estimator import Architecture, ConfigError
 
 PRESETS_DIR = Path(settings.BASE_DIR) / "presets"
 
@@ -305,7 +302,7 @@ class StorageFull(Exception):
     give up: the new row is refused rather than someone else's removed."""
 
 
-def _make_room(model: Any, *, owner: str, age_field: str, max_rows: int, per_client: int) -> None:
+def make_room(model: Any, *, owner: str, age_field: str, max_rows: int, per_client: int) -> None:
     """Room for one more row of ``owner``: past its own quota its oldest rows go; when the
     table is full, only rows of the same owner may make room (``StorageFull`` otherwise)."""
     own = model.objects.filter(owner=owner) if owner else model.objects.none()
@@ -331,37 +328,6 @@ def stored_rows_prune(*, now: datetime | None = None) -> int:
     return int(removed + more)
 
 
-def saved_result_create(*, query: str, calculation: Calculation, owner: str) -> SavedResult:
-    """Freeze a result behind an unguessable short id, with everything its page shows (the
-    speed, the card, the RAM given: ``calculator.snapshots``); later edits of the catalogue
-    cannot change what it shows. Raises ``StorageFull`` when no row can be stored for this
-    client."""
-    request, result = calculation.request, calculation.result
-    preset, gpu = calculation.preset, calculation.gpu
-    stored_rows_prune()
-    with transaction.atomic():
-        _make_room(
-            SavedResult,
-            owner=owner,
-            age_field="created_at",
-            max_rows=settings.SAVED_RESULT_MAX_ROWS,
-            per_client=settings.SAVED_RESULT_MAX_PER_CLIENT,
-        )
-        return SavedResult.objects.create(
-            query=query,
-            request_json=request.model_dump(mode="json"),
-            result_json=result.model_dump(mode="json"),
-            preset=preset,
-            preset_name=preset.display_name if preset else "",
-            preset_config_hash=config_hash(preset.config) if preset else "",
-            gpu_name=str(gpu.name) if gpu else "",
-            gpu_usable_bytes=gpu.usable_bytes if gpu else None,
-            gpu_nominal_bytes=gpu.nominal_bytes if gpu else None,
-            calculation_json=saved_figures(calculation),
-            owner=owner,
-        )
-
-
 def pasted_config_stored(*, text: str, owner: str) -> str | None:
     """The id of this text when it is stored already (marking it used, and shared once a second
     client links it, so that neither client's quota can remove it); None when it is not."""
@@ -376,14 +342,14 @@ def pasted_config_stored(*, text: str, owner: str) -> str | None:
 
 def pasted_config_store(*, text: str, owner: str) -> str:
     """Keep a pasted config under its content id (idempotent) and return the id. Bounded like
-    saved links (``_make_room``; raises ``StorageFull``)."""
+    saved links (``make_room``; raises ``StorageFull``)."""
     known = pasted_config_stored(text=text, owner=owner)
     if known is not None:
         return known
     config_id = pasted_config_id(text)
     stored_rows_prune()
     with transaction.atomic():
-        _make_room(
+        make_room(
             PastedConfig,
             owner=owner,
             age_field="used_at",

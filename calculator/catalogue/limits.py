@@ -1,6 +1,6 @@
 """Per-client limits of what a request may start: one fixed-window counter per client and
-bucket, shared by every worker and machine (calculator.ratelimit), counted on the client key
-every limit shares (calculator.clients)."""
+bucket, shared by every worker and machine (calculator.catalogue.ratelimit), counted on the client key
+every limit shares (calculator.catalogue.clients)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 
-from calculator import ratelimit
-from calculator.clients import client_key
-from calculator.hub import HubError
+from calculator.catalogue import ratelimit
+from calculator.catalogue.clients import client_key
+from calculator.catalogue.hub import HubError
 
 
 def hub_import_allowed(request: HttpRequest) -> Callable[[], None]:
@@ -42,7 +42,7 @@ def hub_import_allowed(request: HttpRequest) -> Callable[[], None]:
 
 def within_rate(request: HttpRequest, bucket: str, limit: int, window_seconds: int) -> bool:
     """A fixed-window counter per client, shared by all workers and machines
-    (calculator.ratelimit; raises ``RateLimitUnavailable`` when its store does not answer)."""
+    (calculator.catalogue.ratelimit; raises ``RateLimitUnavailable`` when its store does not answer)."""
     return ratelimit.rate_limit_within(
         bucket=bucket, client=client_key(request), limit=limit, window_seconds=window_seconds
     )

@@ -18,8 +18,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.text import Truncator, capfirst, slugify
 from django.utils.translation import gettext_lazy as _
 
-from calculator.estimator import Architecture, ConfigError
-from calculator.models import (
+from calculator.catalogue.models import (
     GpuSpec,
     ModelAlias,
     ModelPreset,
@@ -27,9 +26,10 @@ from calculator.models import (
     alias_key,
     config_problems,
 )
-from calculator.selectors import preset_alias_owner
-from calculator.services import preset_aliases_derive
-from calculator.uploads import limit_text, oversize_fields
+from calculator.catalogue.selectors import preset_alias_owner
+from calculator.catalogue.services import preset_aliases_derive
+from calculator.estimator import Architecture, ConfigError
+from calculator.inputs.uploads import limit_text, oversize_fields
 
 IMPORT_SESSION_KEY = "calculator_preset_import"
 MAX_IMPORT_BYTES = 512 * 1024
@@ -68,7 +68,7 @@ class ConflictCheckedForm(forms.ModelForm):  # type: ignore[type-arg]
 
     row_version = RowVersionField(required=False)
     # Set by ConflictCheckedAdmin.get_form: the related managers its inlines write, and the
-    # fields of this post left out for their size (calculator.uploads).
+    # fields of this post left out for their size (calculator.inputs.uploads).
     tracked_related: tuple[str, ...] = ()
     oversize: dict[str, int] = {}
     empty_value_display = "-"

@@ -22,7 +22,7 @@ import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from calculator.models import RateCounter
+from calculator.catalogue.models import RateCounter
 
 
 class RateLimitUnavailable(Exception):

@@ -29,12 +29,28 @@ from django.views.defaults import server_error as django_server_error
 from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError as PydanticValidationError
 
-from calculator import forms as forms_module
-from calculator import ratelimit, reverse
-from calculator.calculation import Calculation, Card, own_card, request_on_card
-from calculator.clients import owner_key
+from calculator.catalogue import ratelimit
+from calculator.catalogue.clients import owner_key
+from calculator.catalogue.hub import HubError, hub_resolve
+from calculator.catalogue.limits import hub_import_allowed, within_rate
+from calculator.catalogue.models import ModelPreset, SavedResult
+from calculator.catalogue.selectors import (
+    SNAPSHOT,
+    CatalogueSnapshot,
+    catalogue_version,
+    gpu_list,
+    gpu_performance,
+    pasted_config_text,
+    preset_suggest,
+)
+from calculator.catalogue.services import (
+    StorageFull,
+    pasted_config_store,
+    pasted_config_stored,
+)
 from calculator.estimator import ConfigError, ConfigModel
-from calculator.forms import (
+from calculator.inputs import forms as forms_module
+from calculator.inputs.forms import (
     CUSTOM_FIELDS,
     DEFAULTS,
     FITS_MODE_CHOICES,
@@ -45,28 +61,12 @@ from calculator.forms import (
     attach_estimator_error,
     custom_model_payload,
 )
-from calculator.hub import HubError, hub_resolve
-from calculator.l10n import fragment_language
-from calculator.limits import hub_import_allowed, within_rate
-from calculator.models import ModelPreset, SavedResult
-from calculator.page_cache import page_cache_get, page_cache_key, page_cache_set
-from calculator.selectors import (
-    SNAPSHOT,
-    CatalogueSnapshot,
-    catalogue_version,
-    gpu_list,
-    gpu_performance,
-    pasted_config_text,
-    preset_suggest,
-)
-from calculator.services import (
-    StorageFull,
-    pasted_config_store,
-    pasted_config_stored,
-    saved_result_create,
-)
-from calculator.snapshots import preset_changed, saved_calculation
-from calculator.uploads import limit_text, oversize_fields
+from calculator.inputs.l10n import fragment_language
+from calculator.inputs.uploads import limit_text, oversize_fields
+from calculator.result import reverse
+from calculator.result.calculation import Calculation, Card, own_card, request_on_card
+from calculator.result.snapshots import preset_changed, saved_calculation, saved_result_create
+from calculator.web.page_cache import page_cache_get, page_cache_key, page_cache_set
 
 logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 16_000
@@ -229,7 +229,7 @@ def catalogue_for(request: HttpRequest) -> CatalogueSnapshot:
 
 def _cache_key(request: HtmxHttpRequest, input_keys: frozenset[str]) -> str | None:
     """Rendered GET responses are cached per language, the inputs the view reads (only those:
-    see calculator.page_cache) and catalogue version."""
+    see calculator.web.page_cache) and catalogue version."""
     if request.method != "GET" or request.GET.get("format"):
         return None
     return page_cache_key(
@@ -345,7 +345,7 @@ def _index(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _oversize_errors(request: HttpRequest, form: CalculatorForm) -> None:
-    """A field the post left out for its size (``calculator.uploads``) gets that message in
+    """A field the post left out for its size (``calculator.inputs.uploads``) gets that message in
     place of any other: a pasted config past ``MAX_CONFIG_CHARS`` is too long, any other field
     is too large to send."""
     unread = form.unread_fields()
@@ -601,7 +601,7 @@ def _not_saved(
 @require_GET
 def saved(request: HttpRequest, saved_id: str) -> HttpResponse:
     """A saved link: the result as the live page showed it when it was saved, rendered by the
-    live page's code from the stored figures (``calculator.snapshots``), and its exports."""
+    live page's code from the stored figures (``calculator.result.snapshots``), and its exports."""
     snapshot = get_object_or_404(SavedResult, pk=saved_id)
     with fragment_language():
         return _saved(request, snapshot)

@@ -14,11 +14,11 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
+from calculator.catalogue.models import GpuSpec
 from calculator.estimator import Architecture, EstimateRequest, EstimateResult, estimate
 from calculator.estimator.bounds import MAX_BATCH, MAX_SEQ_LEN
 from calculator.estimator.stacks import STACKS
-from calculator.l10n import decimal, gettext_memo, labels
-from calculator.models import GpuSpec
+from calculator.inputs.l10n import decimal, gettext_memo, labels
 
 GIB = 1 << 30
 
@@ -581,8 +581,8 @@ def markdown(
 ) -> str:
     """A Markdown summary to paste into an issue or a notebook, in the active language, with
     numbers rounded and formatted as the page shows them."""
-    from calculator.templatetags.calculator_format import gib as fmt_gib
-    from calculator.templatetags.calculator_format import percent, phase_label
+    from calculator.result.formatting import gib as fmt_gib
+    from calculator.result.formatting import percent, phase_label
 
     per_gpu = _("per GPU") if result.num_gpus > 1 else _("total")
     lines = [
@@ -629,8 +629,8 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
     """The notes the result's summary shows under its verdict (system RAM and its verdict,
     the stack's switches, vLLM's pool, the speed, the run time and cost), as Markdown lines,
     from the template context the page renders (``Calculation.result_context``)."""
-    from calculator.templatetags.calculator_format import gib as fmt_gib
-    from calculator.templatetags.calculator_format import num, stack_label, switches_summary
+    from calculator.result.formatting import gib as fmt_gib
+    from calculator.result.formatting import num, stack_label, switches_summary
 
     result: EstimateResult = context["result"]
     request: EstimateRequest = context["request_obj"]
@@ -725,7 +725,7 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
 
 def _speed_notes(speed: Any, request: EstimateRequest) -> list[str]:
     """The speed lines of the summary (generation, prompt, training with its time and cost)."""
-    from calculator.templatetags.calculator_format import duration, num
+    from calculator.result.formatting import duration, num
 
     if not speed:
         return []
@@ -1214,13 +1214,13 @@ _STACK_SWITCHES = (
 
 def _form_label(name: str) -> str:
     """The page's label of a form field (the snapshot lists what the visitor filled in)."""
-    from calculator.forms import CalculatorForm
+    from calculator.inputs.forms import CalculatorForm
 
     return str(CalculatorForm.base_fields[name].label)
 
 
 def _form_choice(name: str, value: str) -> str:
-    from calculator.forms import CalculatorForm
+    from calculator.inputs.forms import CalculatorForm
 
     field = CalculatorForm.base_fields[name]
     return labels(list(getattr(field, "choices", []))).get(value, value)

@@ -17,8 +17,8 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from calculator import presenters, reverse
-from calculator.charts import Chart, concurrency_chart, memory_chart, throughput_chart
+from calculator.catalogue.models import GpuSpec, ModelPreset
+from calculator.catalogue.selectors import CatalogueSnapshot, gpu_performance
 from calculator.estimator import (
     Architecture,
     ConfigModel,
@@ -40,9 +40,9 @@ from calculator.estimator.runtimes import (
 from calculator.estimator.runtimes.llama_cpp import gpu_slot_bytes, layer_split_gpu_bytes
 from calculator.estimator.runtimes.vllm import VllmOptions, unsupported_gpu, weights_bytes
 from calculator.estimator.speed import GPUS_PER_NODE, SpeedResult, estimate_speed, speed_series
-from calculator.l10n import catalogue_name
-from calculator.models import GpuSpec, ModelPreset
-from calculator.selectors import CatalogueSnapshot, gpu_performance
+from calculator.inputs.l10n import catalogue_name
+from calculator.result import presenters, reverse
+from calculator.result.charts import Chart, concurrency_chart, memory_chart, throughput_chart
 
 # Contexts at which the page lists vLLM's concurrency (up to the model's window).
 CONCURRENCY_CONTEXTS = (2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072, 262_144, 1_048_576)
