@@ -671,17 +671,16 @@ def layer_types_from(
 # How a config finds its family's reader: the family modules (estimator/families) build on this
 # module, so it does not import them; their registry hands these two functions over once all of
 # them are imported (families/__init__.py), and the estimator package imports the families.
-_FAMILY_READERS: dict[str, Callable[..., Any]] = {}
+FamilyOf = Callable[[Mapping[str, Any]], "str | None"]
+ReaderFor = Callable[[Mapping[str, Any]], Callable[["ConfigFields"], Architecture]]
+_FAMILY_READERS: dict[str, Any] = {}
 
 
-def use_family_readers(
-    family_of: Callable[[Mapping[str, Any]], str | None],
-    reader_for: Callable[[Mapping[str, Any]], Callable[[ConfigFields], Architecture]],
-) -> None:
+def use_family_readers(family_of: FamilyOf, reader_for: ReaderFor) -> None:
     _FAMILY_READERS.update(family_of=family_of, reader_for=reader_for)
 
 
-def _family_readers() -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _family_readers() -> tuple[FamilyOf, ReaderFor]:
     if not _FAMILY_READERS:
         raise RuntimeError("calculator.estimator.families was not imported: import the package")
     return _FAMILY_READERS["family_of"], _FAMILY_READERS["reader_for"]
