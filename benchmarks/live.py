@@ -53,8 +53,13 @@ PROBE = """
   });
 })();
 """
-IDLE = """() => { const b = window.__bench; const now = performance.now();
-  return b.current && b.inflight === 0 && now - b.last > 120 && now - b.current.t0 > 250; }"""
+# An edit is over when its answer is painted (or answered "nothing yet") and the deferred part
+# has come, or, for a keystroke that sends nothing, 1.5 s after it: long enough for the longest
+# debounce a page has used (900 ms).
+IDLE = """() => { const b = window.__bench; const e = b.current; const now = performance.now();
+  if (!e || b.inflight !== 0 || now - b.last < 120) return false;
+  const done = e.painted !== null || (e.answered !== null && e.status.includes(204));
+  return done || now - e.t0 > 1500; }"""
 # The server's answer for the inputs in the form now, fetched as the page would ask it.
 EXPECTED = """async () => {
   const form = document.getElementById("calc");

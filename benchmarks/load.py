@@ -109,9 +109,12 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--root", type=Path, default=None, help="serve another checkout (before/after)"
+    )
     args = parser.parse_args()
     wrk = ensure_wrk()
-    with gunicorn(args.workers) as base:
+    with gunicorn(args.workers, **({"root": args.root} if args.root else {})) as base:
         for _ in range(args.workers * 2):  # warm every worker's caches
             for path in PERMALINKS:
                 request = urllib.request.Request(base + path, headers={"HX-Request": "true"})
