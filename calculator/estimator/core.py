@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import cast
+from dataclasses import dataclass
 
 from calculator.estimator import activations as act
-from calculator.estimator.architecture import Architecture, ConfigError, RecurrentState
-from calculator.estimator.checkpoint import checkpoint_quantization, stored_bytes
-from calculator.estimator.kv_cache import (
-    cached_tokens,
-    kv_cache_bytes,
-    recurrent_layer_bytes,
-    recurrent_state_bytes,
-)
+from calculator.estimator.architecture import Architecture, ConfigError
+from calculator.estimator.checkpoint import checkpoint_weight_bytes, note_checkpoint_bytes
+from calculator.estimator.inference import cache_by_layer_kind, estimate_inference
 from calculator.estimator.lora import adapter_params, module_shapes, resolve_targets
 from calculator.estimator.loss import (
     TORCHTUNE_OUTPUT_CHUNKS,
@@ -24,6 +17,7 @@ from calculator.estimator.loss import (
     fused_linear_loss_bytes,
 )
 from calculator.estimator.messages import gettext_noop
+from calculator.estimator.notes import Notes
 from calculator.estimator.optimizer import (
     BNB_MIN_8BIT_SIZE,
     DEEPSPEED_MEMORY_DOCS,
@@ -32,133 +26,41 @@ from calculator.estimator.optimizer import (
     fp32_master_bytes,
     optimizer_profile,
 )
-from calculator.estimator.overheads import (
-    CUDA_CONTEXT_SOURCE,
-    RESERVE_SOURCE,
-    allocator_reserve_bytes,
-    cuda_context_bytes,
-)
 from calculator.estimator.parallelism import Plan, plan_for
 from calculator.estimator.precision import BYTES_PER_ELEMENT, WEIGHT_FORMATS, compute_dtype
-from calculator.estimator.runtimes.llama_cpp import (
-    GgufLayout,
-    LlamaCppOptions,
-    estimate_llama_cpp,
-    gguf_layout,
-    recurrent_cells,
-    recurrent_layer_count,
-)
-from calculator.estimator.runtimes.vllm import Quantization, VllmOptions, estimate_vllm
+from calculator.estimator.resolve import architecture_from_custom, resolve_architecture
+from calculator.estimator.result import transformers_result
 from calculator.estimator.schemas import (
-    Assumption,
     Breakdown,
-    ConfigModel,
     CustomModel,
     EstimateRequest,
     EstimateResult,
-    Holds,
     HostBreakdown,
-    LayerKind,
     StackSwitches,
+)
+from calculator.estimator.serving import (
+    llama_cpp_layout,
+    llama_cpp_options,
+    llama_cpp_result,
+    vllm_options,
+    vllm_result,
 )
 from calculator.estimator.stacks import STACKS, Stack, resolve_switches
 from calculator.estimator.weights import weight_bytes
 
+# Importers of this module's earlier contents find them here still.
+__all__ = [
+    "architecture_from_custom",
+    "cache_by_layer_kind",
+    "checkpoint_weight_bytes",
+    "estimate",
+    "llama_cpp_layout",
+    "llama_cpp_options",
+    "resolve_architecture",
+    "vllm_options",
+]
+
 FP32 = 4.0
-
-
-def resolve_architecture(model: ConfigModel | CustomModel) -> Architecture:
-    """The architecture a request describes (raises ``ConfigError`` naming a bad field)."""
-    cached = model._architecture
-    if isinstance(cached, Architecture):
-        return cached
-    if isinstance(model, ConfigModel):
-        arch = Architecture.from_hf_config(model.config)
-    else:
-        arch = architecture_from_custom(model)
-    model._architecture = arch
-    return arch
-
-
-def architecture_from_custom(model: CustomModel) -> Architecture:
-    """A Llama-shaped architecture for a model given by size and whatever shape fields are known.
-
-    Missing depth and width come from the dense-transformer count ``params ≈ 12 · L · h²``
-    (Kaplan et al. 2020, arXiv:2001.08361 §2.1) with Llama 2's aspect ratio ``h / L = 128``
-    (Touvron et al. 2023, arXiv:2307.09288, Table 1: 4096/32, 5120/40); the width is a whole
-    number of 128-wide heads per KV group and of 256-element blocks, as in published models (and
-    as GGUF K-quants need). ``12 · L · h²`` counts full multi-head attention and no embeddings,
-    so with grouped KV heads it falls about a sixth short; the MLP width (or, when that is given,
-    the depth) is therefore solved from the shape's own tensor count, so that the tensors —
-    what llama.cpp and vLLM load — add up to the stated size, to within 256 MLP columns (or one
-    layer). The stated size stays the parameter count.
-    """
-    params = model.params_billion * 1e9 if model.params_billion else None
-    layers, hidden = model.num_layers, model.hidden_size
-    kv_heads = model.num_kv_heads
-    heads = model.num_attention_heads
-    step = math.lcm(256, 128 * (kv_heads or 1)) if heads is None else 256
-    if layers is None or hidden is None:
-        assert params is not None
-        if hidden is not None:
-            layers = max(1, round(params / (12 * hidden * hidden)))
-        elif layers is not None:
-            hidden = max(step, round(math.sqrt(params / (12 * layers)) / step) * step)
-        else:
-            layers = max(1, round((params / (12 * 128 * 128)) ** (1 / 3)))
-            hidden = max(step, round(128 * layers / step) * step)
-    if heads is None:
-        # 128-wide heads, rounded to a multiple of the KV heads when those are given.
-        group = kv_heads or 1
-        heads = max(group, round(hidden / 128 / group) * group)
-    head_dim = model.head_dim or max(1, hidden // heads)
-    kv_heads = kv_heads or heads
-    if heads % kv_heads:
-        raise ConfigError("num_attention_heads must be a multiple of num_kv_heads.", "num_kv_heads")
-    experts = model.num_experts or 0
-
-    def shape(intermediate: int, depth: int) -> Architecture:
-        return Architecture(
-            model_type="custom",
-            vocab_size=model.vocab_size or 32_000,
-            hidden_size=hidden,
-            num_layers=depth,
-            num_attention_heads=heads,
-            num_kv_heads=kv_heads,
-            head_dim=head_dim,
-            v_head_dim=head_dim,
-            intermediate_size=intermediate,
-            tie_word_embeddings=model.tie_word_embeddings,
-            num_experts=experts,
-            experts_per_token=model.experts_per_token or 0,
-            moe_intermediate_size=intermediate if experts else 0,
-            moe_layers=tuple(range(depth)) if experts else (),
-        )
-
-    intermediate = model.intermediate_size
-    if intermediate is None:
-        intermediate = max(256, round(hidden * 8 / 3 / 256) * 256)
-        if params is not None:
-            # The count is linear in the MLP width: solve for it in steps of 256 columns.
-            low = shape(256, layers).params_total
-            per_step = shape(512, layers).params_total - low
-            intermediate = 256 * max(1, 1 + round((params - low) / per_step))
-    elif params is not None and model.num_layers is None:
-        # The count is linear in the depth: solve for it.
-        one = shape(intermediate, 1).params_total
-        layers = max(1, 1 + round((params - one) / (shape(intermediate, 2).params_total - one)))
-    arch = shape(intermediate, layers)
-    return arch.model_copy(update={"params_override": int(params)}) if params else arch
-
-
-@dataclass
-class _Notes:
-    items: list[Assumption] = field(default_factory=list)
-
-    def add(self, template: str, source: str, **params: str | int | float) -> None:
-        self.items.append(
-            Assumption(text=template % params, template=template, params=params, source=source)
-        )
 
 
 def estimate(request: EstimateRequest) -> EstimateResult:
@@ -171,7 +73,7 @@ def estimate(request: EstimateRequest) -> EstimateResult:
         pipeline_parallel=request.pipeline_parallel,
         context_parallel=request.context_parallel,
     )
-    notes = _Notes()
+    notes = Notes()
     if isinstance(request.model, CustomModel):
         notes.add(
             gettext_noop(
@@ -207,476 +109,18 @@ def estimate(request: EstimateRequest) -> EstimateResult:
         if image_tokens:
             request = request.model_copy(update={"seq_len": request.seq_len + image_tokens})
     if request.runtime == "llama_cpp":
-        result = _llama_cpp(request, arch, notes)
+        result = llama_cpp_result(request, arch, notes)
     elif request.runtime == "vllm":
-        result = _vllm(request, arch, notes)
+        result = vllm_result(request, arch, notes)
     elif request.mode == "inference":
-        result = _inference(request, arch, plan, notes)
+        result = estimate_inference(request, arch, plan, notes)
     else:
         result = _training(request, arch, plan, notes)
     return result.model_copy(update={"image_tokens": image_tokens}) if image_tokens else result
 
 
-CHECKPOINT_SOURCE = (
-    "Hugging Face Hub safetensors metadata (tensor elements per dtype); safetensors format "
-    "spec (dtype sizes)"
-)
-CHECKPOINT_NOTE = gettext_noop(
-    "Weights: the checkpoint's own %(bytes)s bytes as its safetensors files store them "
-    "(%(dtypes)s), scales, zero points and layers left unquantized included, split over "
-    "%(tp)s GPU(s)."
-)
-
-
-def _note_checkpoint_bytes(
-    notes: _Notes, request: EstimateRequest, stored: int, plan: Plan
-) -> None:
-    notes.add(
-        CHECKPOINT_NOTE,
-        CHECKPOINT_SOURCE,
-        bytes=f"{stored:,}",
-        dtypes=_dtype_summary(request),
-        tp=plan.tp * plan.parameter_shards,
-    )
-
-
-def _dtype_summary(request: EstimateRequest) -> str:
-    model = request.model
-    dtypes = model.checkpoint_dtypes if isinstance(model, ConfigModel) else None
-    return ", ".join(sorted(dtypes or {}))
-
-
-LLAMA_CPP_SOURCE = gettext_noop(
-    "llama.cpp src/llama-model.cpp, src/llama-kv-cache.cpp, src/llama-context.cpp, "
-    "src/llama-quant.cpp (ggml-org/llama.cpp@007dbbf)"
-)
-LLAMA_CPP_RECURRENT_SOURCE = gettext_noop(
-    "llama.cpp src/llama-memory-recurrent.cpp, src/llama-hparams.cpp n_embd_r and n_embd_s "
-    "(ggml-org/llama.cpp@76d9439)"
-)
-VLLM_SOURCE = gettext_noop(
-    "vLLM v1/worker/gpu_worker.py determine_available_memory, v1/core/kv_cache_utils.py "
-    "(vllm-project/vllm)"
-)
-
-
-def llama_cpp_options(request: EstimateRequest) -> LlamaCppOptions:
-    """The llama.cpp options a request describes: its own, or llama-server's defaults holding
-    ``batch_size`` sequences of ``seq_len`` tokens (llama-server splits -c across -np slots)."""
-    if request.llama_cpp is not None:
-        return request.llama_cpp
-    return LlamaCppOptions(
-        n_ctx=request.seq_len * request.batch_size, n_parallel=request.batch_size
-    )
-
-
-def llama_cpp_layout(request: EstimateRequest) -> GgufLayout:
-    """The request's GGUF file as llama.cpp places it, from the memo the estimate reads: the
-    lever searches pass it on instead of looking it up for every trial."""
-    gguf_type = llama_cpp_options(request).gguf_type
-    return gguf_layout(resolve_architecture(request.model), gguf_type)
-
-
-def vllm_options(request: EstimateRequest) -> VllmOptions:
-    """vLLM's options for one tensor-parallel rank of the request; without a ``quantization``,
-    what the checkpoint's quantization_config says (as vLLM reads it)."""
-    settings = request.vllm
-    if settings is None or settings.gpu_memory_bytes is None:  # the request validator's job
-        raise ValueError("the vllm runtime needs vllm.gpu_memory_bytes")
-    quantization = settings.quantization or _checkpoint_vllm_quantization(request)
-    return VllmOptions(
-        gpu_memory_bytes=settings.gpu_memory_bytes,
-        gpu_memory_utilization=settings.gpu_memory_utilization,
-        max_model_len=settings.max_model_len,
-        max_num_seqs=settings.max_num_seqs,
-        max_num_batched_tokens=settings.max_num_batched_tokens,
-        kv_cache_dtype=settings.kv_cache_dtype,
-        quantization=quantization,
-        enforce_eager=settings.enforce_eager,
-        block_size=settings.block_size,
-        tensor_parallel=request.tensor_parallel,
-        checkpoint_bytes=checkpoint_weight_bytes(request, vllm_quantization=quantization),
-    )
-
-
-def checkpoint_weight_bytes(
-    request: EstimateRequest, *, vllm_quantization: str | None = None
-) -> int | None:
-    """The checkpoint's stored bytes when they are the weights: a pre-quantized checkpoint (its
-    ``quantization_config`` names a format the estimator models) whose safetensors dtypes are
-    known, run in its own format — the request's precision under transformers, vLLM's
-    ``--quantization`` (default: the checkpoint's) under vLLM. None otherwise, and always for
-    llama.cpp, which loads a GGUF conversion rather than the checkpoint."""
-    model = request.model
-    if not isinstance(model, ConfigModel) or not model.checkpoint_dtypes:
-        return None
-    stored = checkpoint_quantization(model.config)
-    if stored is None or stored.precision is None:
-        return None
-    if request.runtime == "vllm":
-        own = vllm_quantization == stored.vllm
-    else:
-        own = request.runtime == "transformers" and request.precision == stored.precision
-    return stored_bytes(model.checkpoint_dtypes) if own else None
-
-
-def _checkpoint_vllm_quantization(request: EstimateRequest) -> Quantization:
-    if not isinstance(request.model, ConfigModel):
-        return "none"
-    stored = checkpoint_quantization(request.model.config)
-    return cast("Quantization", stored.vllm) if stored else "none"
-
-
-def _llama_cpp(request: EstimateRequest, arch: Architecture, notes: _Notes) -> EstimateResult:
-    """llama.cpp's load-time buffers on the GPU (model, KV cache and the recurrent states of
-    hybrid/state-space layers, compute) plus the CUDA context; what stays on the host is
-    ``host_bytes``."""
-    options = llama_cpp_options(request)
-    loaded = estimate_llama_cpp(arch, options)
-    notes.add(
-        gettext_noop(
-            "llama.cpp with a %(gguf)s GGUF file (%(bpw)s bits per weight), a %(n_ctx)s-token "
-            "context in %(slots)s slot(s), K cache %(k)s, V cache %(v)s, flash attention "
-            "%(fa)s, %(ngl)s of %(layers)s layers on the GPU (the output layer counts as one)."
-        ),
-        LLAMA_CPP_SOURCE,
-        gguf=options.gguf_type,
-        bpw=loaded.bits_per_weight,
-        n_ctx=loaded.n_ctx_padded,
-        slots=options.n_parallel,
-        k=options.cache_type_k,
-        v=options.cache_type_v,
-        fa="on" if options.flash_attention else "off",
-        ngl=loaded.gpu_layers,
-        layers=arch.num_layers + 1,
-    )
-    if loaded.recurrent_buffer.total:
-        notes.add(
-            gettext_noop(
-                "%(recurrent)s of %(layers)s layers keep a recurrent state: llama.cpp allocates "
-                "it at load in FP32, one per slot (%(slots)s), %(mib)s MiB on the GPU (its RS "
-                "buffer), counted with the KV cache."
-            ),
-            LLAMA_CPP_RECURRENT_SOURCE,
-            recurrent=recurrent_layer_count(arch),
-            layers=arch.num_layers,
-            slots=recurrent_cells(options),
-            mib=round(loaded.recurrent_buffer.gpu / 2**20, 2),
-        )
-    context = cuda_context_bytes() if loaded.gpu_bytes else 0
-    if context:
-        notes.add(
-            gettext_noop("CUDA context and kernels: %(mib)s MiB per GPU."),
-            CUDA_CONTEXT_SOURCE,
-            mib=context // (1024 * 1024),
-        )
-    breakdown = Breakdown(
-        weights=loaded.model_buffer.gpu,
-        # The RS buffer sits beside the KV buffer, on the same devices (llama_memory_hybrid).
-        kv_cache=loaded.kv_buffer.gpu + loaded.recurrent_buffer.gpu,
-        activations=loaded.compute_buffer.gpu,
-        cuda_context=context,
-    )
-    return EstimateResult(
-        breakdown=breakdown,
-        peak_allocated_bytes=loaded.gpu_bytes,
-        total_bytes=breakdown.total(),
-        peak_phase="load",
-        params_total=arch.params_total,
-        params_trainable=0,
-        params_active=arch.params_active,
-        num_gpus=request.num_gpus,
-        assumptions=notes.items,
-        approximate=arch.approximate_reason is not None,
-        approximate_reason=arch.approximate_reason,
-        runtime="llama_cpp",
-        host_bytes=loaded.host_bytes,
-        llama_cpp=loaded,
-    )
-
-
-def _vllm(request: EstimateRequest, arch: Architecture, notes: _Notes) -> EstimateResult:
-    """vLLM's start-up accounting per GPU: it reserves ``gpu_memory_utilization`` of the card,
-    weights and the profiling peak first, the rest as KV-cache pool; CUDA graphs come after."""
-    options = vllm_options(request)
-    started = estimate_vllm(arch, options)
-    notes.add(
-        gettext_noop(
-            "vLLM reserves %(util)s of the GPU's %(total)s GiB; after the weights, the profiling "
-            "peak at %(tokens)s batched tokens and %(non_torch)s GiB outside PyTorch, the rest "
-            "becomes the KV-cache pool of %(kv_tokens)s tokens."
-        ),
-        VLLM_SOURCE,
-        util=options.gpu_memory_utilization,
-        total=round(options.gpu_memory_bytes / (1 << 30), 2),
-        tokens=started.max_num_batched_tokens,
-        non_torch=round(started.non_torch / (1 << 30), 2),
-        kv_tokens=started.kv_cache_tokens,
-    )
-    if options.checkpoint_bytes is not None:
-        notes.add(
-            CHECKPOINT_NOTE,
-            CHECKPOINT_SOURCE,
-            bytes=f"{options.checkpoint_bytes:,}",
-            dtypes=_dtype_summary(request),
-            tp=request.tensor_parallel,
-        )
-    context = cuda_context_bytes()
-    notes.add(
-        gettext_noop("CUDA context and kernels: %(mib)s MiB per GPU."),
-        CUDA_CONTEXT_SOURCE,
-        mib=context // (1024 * 1024),
-    )
-    breakdown = Breakdown(
-        weights=started.weights,
-        activations=started.activation_peak,
-        kv_cache=started.kv_cache,
-        cuda_context=context + started.non_torch,
-        allocator_reserve=started.cuda_graphs,
-    )
-    return EstimateResult(
-        breakdown=breakdown,
-        peak_allocated_bytes=started.weights + started.activation_peak + started.kv_cache,
-        total_bytes=breakdown.total(),
-        peak_phase="load",
-        params_total=arch.params_total,
-        params_trainable=0,
-        params_active=arch.params_active,
-        num_gpus=request.num_gpus,
-        assumptions=notes.items,
-        approximate=arch.approximate_reason is not None,
-        approximate_reason=arch.approximate_reason,
-        runtime="vllm",
-        vllm=started,
-        checkpoint_weight_bytes=options.checkpoint_bytes,
-    )
-
-
-def _kv_precision(request: EstimateRequest) -> str:
-    return request.kv_cache_precision or compute_dtype(request.precision)
-
-
-def _inference(
-    request: EstimateRequest, arch: Architecture, plan: Plan, notes: _Notes
-) -> EstimateResult:
-    precision = request.precision
-    compute = compute_dtype(precision)
-    p = BYTES_PER_ELEMENT[compute]
-    quantized = precision not in {"fp32", "fp16", "bf16"}
-    stored = checkpoint_weight_bytes(request)
-    weights = weight_bytes(
-        arch,
-        weight_format=precision,
-        other_bytes=p if quantized else BYTES_PER_ELEMENT[precision],
-        plan=plan,
-        stored_bytes=stored,
-    )
-    if stored is not None:
-        _note_checkpoint_bytes(notes, request, stored, plan)
-    elif quantized:
-        notes.add(
-            gettext_noop(
-                "Weights: %(format)s; embeddings, LM head and norms stay in %(compute)s; "
-                "activations computed in %(compute)s."
-            ),
-            WEIGHT_FORMATS[precision].source,
-            format=WEIGHT_FORMATS[precision].label,
-            compute=compute,
-        )
-    kv_dtype = _kv_precision(request)
-    kv = kv_cache_bytes(
-        arch,
-        batch=request.batch_size,
-        seq_len=request.seq_len,
-        bytes_per_element=BYTES_PER_ELEMENT[kv_dtype],
-        plan=plan,
-    )
-    layer_kinds = cache_by_layer_kind(
-        arch,
-        batch=request.batch_size,
-        seq_len=request.seq_len,
-        kv_bytes=BYTES_PER_ELEMENT[kv_dtype],
-        model_bytes=p,
-        plan=plan,
-    )
-    state = recurrent_state_bytes(arch, batch=request.batch_size, model_bytes=p, plan=plan)
-    if state:
-        recurrent_layers = sum(kind.layers for kind in layer_kinds if "recurrent" in kind.holds)
-        notes.add(
-            gettext_noop(
-                "%(recurrent)s of %(layers)s layers are state-space or linear-attention layers: "
-                "each keeps a fixed-size state per sequence (convolution state in %(dtype)s, "
-                "recurrent state in fp32), %(mib)s MiB in all, counted with the KV cache; only "
-                "the %(attention)s attention layers keep keys and values."
-            ),
-            "transformers cache_utils.LinearAttentionLayer; Gu & Dao 2023 (arXiv:2312.00752) "
-            "§3.3; Yang et al. 2024 (arXiv:2412.06464)",
-            recurrent=recurrent_layers,
-            layers=arch.num_layers,
-            dtype=compute,
-            mib=round(state / 2**20, 1),
-            attention=arch.attention_layer_count,
-        )
-        kv += state
-    notes.add(
-        gettext_noop(
-            "Prefill of %(batch)s × %(seq)s tokens in one forward pass; the KV cache (%(dtype)s) "
-            "holds every token."
-        )
-        if not arch.sliding_layer_count
-        else gettext_noop(
-            "Prefill of %(batch)s × %(seq)s tokens in one forward pass; the KV cache (%(dtype)s) "
-            "holds every token, sliding-window layers only the last %(window)s."
-        ),
-        gettext_noop("Kwon et al. 2023 (vLLM, arXiv:2309.06180) §3; transformers DynamicCache"),
-        batch=request.batch_size,
-        seq=request.seq_len,
-        dtype=kv_dtype,
-        window=arch.sliding_window or 0,
-    )
-    if arch.attention_kind == "mla":
-        notes.add(
-            gettext_noop(
-                "MLA cache counted as transformers stores it (decompressed per-head K and V); vLLM and "
-                "SGLang keep only the latent (kv_lora_rank + rope dims), far smaller."
-            ),
-            gettext_noop(
-                "DeepSeek-V2 (arXiv:2405.04434) §2.1; transformers modeling_deepseek_v3.py"
-            ),
-        )
-    setting = act.Setting(
-        batch=request.batch_size,
-        seq=request.seq_len,
-        act_bytes=p,
-        residual_bytes=p,
-        autocast=False,
-        attention=request.attention,
-        training=False,
-        frozen_base=True,
-        plan=plan,
-    )
-    layer_peak = max(
-        act.inference_layer_peak_bytes(arch, setting, index) for index in _layer_samples(arch)
-    )
-    if request.attention == "eager":
-        layer_peak += p * request.batch_size * request.seq_len**2  # the additive causal mask
-    logits = int(request.batch_size * arch.vocab_size * p / plan.tp)
-    notes.add(
-        gettext_noop(
-            "Logits only for the last position of each sequence (logits_to_keep=1, as generate() "
-            "does)."
-        ),
-        gettext_noop("transformers GenerationMixin"),
-    )
-    peak_parts = Breakdown(
-        weights=weights.data,
-        quantization_overhead=weights.quantization_overhead,
-        kv_cache=kv,
-        activations=int(layer_peak),
-        logits=logits,
-    )
-    result = _finish(
-        request,
-        arch,
-        peak_parts,
-        phase="prefill forward",
-        trainable=0,
-        notes=notes,
-        training=False,
-        layer_kinds=layer_kinds,
-    )
-    return result.model_copy(update={"checkpoint_weight_bytes": stored}) if stored else result
-
-
-def cache_by_layer_kind(
-    arch: Architecture,
-    *,
-    batch: int,
-    seq_len: int,
-    kv_bytes: float,
-    model_bytes: float,
-    plan: Plan,
-) -> list[LayerKind]:
-    """Which layers hold what between forward passes: a KV cache on attention layers (the
-    window on sliding ones), a fixed state on state-space / linear-attention layers, nothing on
-    MLP-only layers (Nemotron-H). Mirrors the layers transformers' ``DynamicCache`` builds per
-    layer type (``DynamicLayer``, ``DynamicSlidingWindowLayer``, ``LinearAttentionLayer`` in
-    ``cache_utils.py``); the byte counts are those of ``kv_cache_bytes`` and
-    ``recurrent_layer_bytes``."""
-    kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
-    per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * kv_bytes
-    if not (arch.mixer_kinds or arch.parallel_recurrent or arch.kv_shared_layers):
-        # Attention everywhere: full layers keep every token, sliding ones the window.
-        sliding = arch.sliding_layer_count
-        window = min(seq_len, arch.sliding_window or seq_len)
-        summary = []
-        if arch.num_layers - sliding:
-            full_bytes = int(batch * (arch.num_layers - sliding) * seq_len * per_token)
-            summary.append(
-                LayerKind(
-                    kind="attention",
-                    layers=arch.num_layers - sliding,
-                    holds="kv_cache",
-                    cache_bytes=full_bytes,
-                )
-            )
-        if sliding:
-            summary.append(
-                LayerKind(
-                    kind="sliding_attention",
-                    layers=sliding,
-                    holds="kv_cache",
-                    cache_bytes=int(batch * sliding * window * per_token),
-                )
-            )
-        return summary
-    groups: dict[str, list[int]] = {}
-    for index in range(arch.num_layers):
-        kind = arch.mixer_kind(index)
-        if kind == "attention":
-            is_sliding = bool(arch.layer_types) and arch.layer_types[index] == "sliding"
-            name = "sliding_attention" if is_sliding else "attention"
-            if arch.parallel_recurrent is not None:
-                name = f"{name}+{arch.parallel_recurrent.kind}"
-        elif kind == "none":
-            name = "mlp"
-        else:
-            name = kind
-        groups.setdefault(name, []).append(index)
-    summary = []
-    for name, layers in groups.items():
-        kind = arch.mixer_kind(layers[0])
-        cache = 0
-        if kind == "attention":
-            tokens = sum(
-                cached_tokens(arch, index, seq_len) for index in layers if arch.keeps_kv(index)
-            )
-            cache = int(batch * tokens * per_token)
-        state: RecurrentState | None = None
-        if kind not in {"attention", "none"}:
-            state = arch.recurrent_state(kind)
-        elif kind == "attention" and arch.parallel_recurrent is not None:
-            state = arch.parallel_recurrent
-        if state is not None:
-            cache += len(layers) * recurrent_layer_bytes(
-                arch, state, batch=batch, model_bytes=model_bytes, plan=plan
-            )
-        holds: Holds
-        if kind == "attention":
-            holds = "kv_cache+recurrent_state" if state is not None else "kv_cache"
-        else:
-            holds = "recurrent_state" if state is not None else "nothing"
-        summary.append(LayerKind(kind=name, layers=len(layers), holds=holds, cache_bytes=cache))
-    return summary
-
-
-def _layer_samples(arch: Architecture) -> list[int]:
-    """One layer of each kind (dense, MoE): layers of a kind are identical."""
-    return [index for index, _count in arch.layer_kinds]
-
-
 def _training(
-    request: EstimateRequest, arch: Architecture, plan: Plan, notes: _Notes
+    request: EstimateRequest, arch: Architecture, plan: Plan, notes: Notes
 ) -> EstimateResult:
     mode = request.mode
     switches = resolve_switches(request)
@@ -774,7 +218,7 @@ def _training(
         stored_bytes=stored,
     )
     if stored is not None:
-        _note_checkpoint_bytes(notes, request, stored, plan)
+        note_checkpoint_bytes(notes, request, stored, plan)
     targets = resolve_targets(arch, request.lora.targets) if lora else frozenset()
     adapters = adapter_params(arch, rank=request.lora.rank, targets=targets) if lora else 0
     trainable = adapters if lora else params
@@ -953,8 +397,10 @@ def _training(
         quantized_base=mode == "qlora",
         fused_layer_kernels=stack.fused_layer_kernels,
     )
-    one_layer = max(act.training_layer_bytes(arch, setting, i) for i in _layer_samples(arch))
-    working = max(act.backward_layer_working_bytes(arch, setting, i) for i in _layer_samples(arch))
+    one_layer = max(act.training_layer_bytes(arch, setting, i) for i in act.layer_samples(arch))
+    working = max(
+        act.backward_layer_working_bytes(arch, setting, i) for i in act.layer_samples(arch)
+    )
     model_level = act.model_level_bytes(arch, setting)
     per_layer_kept = {
         index: (
@@ -1146,7 +592,7 @@ def _training(
             stack.source,
             gib=round(host_activations / 2**30, 2),
         )
-    result = _finish(
+    result = transformers_result(
         request, arch, peak_parts, phase=phase, trainable=int(trainable), notes=notes, training=True
     )
     return result.model_copy(
@@ -1236,7 +682,7 @@ def _loss_bytes(
     autocast: bool,
     lora: bool,
     param_bytes: float,
-    notes: _Notes,
+    notes: Notes,
 ) -> LossBytes:
     vocab_local = arch.vocab_size / plan.tp
     if loss == "chunked":
@@ -1297,7 +743,7 @@ def _host_offload(
     master: float,
     weights: float,
     lora: bool,
-    notes: _Notes,
+    notes: Notes,
     host_gradient_bytes: float,
 ) -> HostBreakdown:
     """CPU RAM per GPU process for offloaded optimizer states and parameters.
@@ -1351,46 +797,3 @@ def _host_offload(
     if stack.pinned_host_memory:
         host = host.model_copy(update={"pinned": host.total()})
     return host
-
-
-def _finish(
-    request: EstimateRequest,
-    arch: Architecture,
-    peak_parts: Breakdown,
-    *,
-    phase: str,
-    trainable: int,
-    notes: _Notes,
-    training: bool,
-    layer_kinds: list[LayerKind] | None = None,
-) -> EstimateResult:
-    peak = peak_parts.total()
-    context = cuda_context_bytes()
-    reserve = allocator_reserve_bytes(peak, training=training)
-    notes.add(
-        gettext_noop("CUDA context and kernels: %(mib)s MiB per GPU."),
-        CUDA_CONTEXT_SOURCE,
-        mib=context // (1024 * 1024),
-    )
-    notes.add(
-        gettext_noop("Caching-allocator reserve: %(percent)s%% of the peak."),
-        RESERVE_SOURCE,
-        percent=round(100 * reserve / peak) if peak else 0,
-    )
-    breakdown = peak_parts.model_copy(
-        update={"cuda_context": context, "allocator_reserve": reserve}
-    )
-    return EstimateResult(
-        breakdown=breakdown,
-        peak_allocated_bytes=peak,
-        total_bytes=breakdown.total(),
-        peak_phase=phase,
-        params_total=arch.params_total,
-        params_trainable=trainable,
-        params_active=arch.params_active,
-        num_gpus=request.num_gpus,
-        assumptions=notes.items,
-        approximate=arch.approximate_reason is not None,
-        approximate_reason=arch.approximate_reason,
-        layer_kinds=layer_kinds or [],
-    )
