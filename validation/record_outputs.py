@@ -76,7 +76,75 @@ def cases(presets: list[str]) -> list[tuple[str, dict[str, str]]]:
     out.append({"source": "custom", "params": "7", "layers": "32", "hidden": "4096", "heads": "32", "kv_heads": "8", "inter": "14336", "vocab": "128256", "gpu": "rtx-4090-24gb"})  # fmt: skip
     out.append({"source": "custom", "params": "47", "layers": "32", "hidden": "4096", "heads": "32", "kv_heads": "8", "inter": "14336", "vocab": "32000", "experts": "8", "active_experts": "2", "mode": "lora"})  # fmt: skip
     out.append({"model": "Mistral 7B", "mode": "qlora", "lora_rank": "64", "lora_targets": "all-linear", "gpu": "rtx-4090-24gb", "attn": "eager"})  # fmt: skip
+    out += training_cases()
     return [(next(languages), query) for query in out]
+
+
+def training_cases() -> list[dict[str, str]]:
+    """The training paths the cases above leave out: pipeline and context parallelism with
+    micro-batches, Megatron's sequence parallelism, activation, optimizer and parameter offload,
+    every optimizer, implementation, loss and checkpointing choice, LoRA targets, mixed and fp32
+    precision, vision, MoE, MLA and state-space models, and a pipeline deeper than the model."""
+    big = {"gpu": "h100-sxm-80gb", "ram": "1024", "batch": "2", "seq": "4096"}
+    # fmt: off
+    out: list[dict[str, str]] = [
+        {"model": "Llama 3.1 8B", "mode": "pretrain", "stack": "megatron", "gpus": "8", "tp": "2", "pp": "2", "micro": "4", "zero": "1", "mixed": "on", **big},
+        {"model": "Llama 3.1 8B", "mode": "pretrain", "stack": "megatron", "gpus": "16", "tp": "2", "pp": "4", "cp": "2", "micro": "1", **big},
+        {"model": "Qwen3 0.6B", "mode": "full_finetune", "stack": "megatron", "gpus": "3", "pp": "3", "micro": "8", **big},
+        {"model": "Qwen3 0.6B", "mode": "pretrain", "stack": "megatron", "gpus": "4", "pp": "2", "tp": "2", "seq_par": "off", **big},
+        {"model": "Llama 3.2 1B", "mode": "full_finetune", "gpus": "4", "pp": "2", "cp": "2", **big},
+        {"model": "Mistral 7B", "mode": "lora", "gpus": "4", "cp": "4", "zero": "2", **big},
+        {"model": "Mistral 7B", "mode": "full_finetune", "act_ckpt": "full", "act_offload": "on", "mixed": "on", **big},
+        {"model": "Mistral 7B", "mode": "full_finetune", "stack": "deepspeed", "gpus": "4", "pp": "2", "zero": "1", "act_offload": "on", "act_ckpt": "full", **big},
+        {"model": "Gemma 3 4B IT", "mode": "qlora", "stack": "unsloth", "images": "2", "gpu": "rtx-4090-24gb", "ram": "64"},
+        {"model": "Llama 3.1 8B", "mode": "lora", "stack": "torchtune", "opt_offload": "on", "act_offload": "on", "gpu": "rtx-4090-24gb", "ram": "64"},
+        {"model": "Llama 3.1 8B", "mode": "full_finetune", "stack": "fsdp2", "gpus": "8", "zero": "3", "param_offload": "on", "opt_offload": "on", "mixed": "on", **big},
+        {"model": "Llama 3.1 8B", "mode": "full_finetune", "stack": "deepspeed", "gpus": "8", "zero": "3", "param_offload": "on", "opt_offload": "on", "ckpt": "on", "train_b": "1", "price": "3", **big},
+        {"model": "Llama 3.1 8B", "mode": "full_finetune", "stack": "deepspeed", "gpus": "2", "zero": "2", "precision": "fp16", **big},
+        {"model": "Llama 3.1 8B", "mode": "lora", "stack": "deepspeed", "gpus": "2", "zero": "3", "param_offload": "on", **big},
+        {"model": "Llama 3.1 8B", "mode": "full_finetune", "stack": "hf_trainer", "gpus": "8", "zero": "0", "param_offload": "on", **big},
+        {"model": "Qwen3 30B-A3B", "mode": "full_finetune", "gpus": "8", "tp": "2", "zero": "3", "mixed": "on", "ckpt": "on", **big},
+        {"model": "DeepSeek-V2-Lite (16B)", "mode": "lora", "lora_targets": "q_proj", **big},
+        {"model": "DeepSeek-V2-Lite (16B)", "mode": "full_finetune", "gpus": "8", "zero": "3", "optimizer": "adafactor", **big},
+        {"model": "Falcon Mamba 7B", "mode": "lora", **big},
+        {"model": "Jamba 1.5 Mini", "mode": "qlora", "act_ckpt": "full", **big},
+        {"model": "Qwen3-Next 80B-A3B", "mode": "full_finetune", "gpus": "8", "zero": "3", "ckpt": "on", **big},
+        {"model": "Falcon-H1 0.5B", "mode": "pretrain", "stack": "megatron", "gpus": "2", "tp": "2", **big},
+        {"model": "Qwen2-VL 2B", "mode": "full_finetune", "images": "4", **big},
+        {"model": "Llama 3.2 11B Vision", "mode": "lora", "stack": "litgpt", **big},
+        {"model": "Mistral Small 3.1 / 3.2 24B", "mode": "qlora", "stack": "torchtune", "images": "0", **big},
+        {"model": "Gemma 4 26B-A4B", "mode": "lora", "stack": "hf_trainer_liger", **big},
+        {"model": "Gemma 2 2B", "mode": "full_finetune", "attn": "eager", "seq": "1024", "gpu": "a100-sxm-40gb"},
+        {"model": "GPT-2 (124M)", "mode": "lora", "lora_targets": "gate_proj", "gpu": "rtx-3060-12gb"},
+        {"model": "GPT-2 (124M)", "mode": "lora", "lora_targets": "down_proj", "optimizer": "adafactor", "gpu": "rtx-3060-12gb"},
+        {"model": "GPT-2 (124M)", "mode": "pretrain", "gpus": "64", "pp": "64", **big},
+        {"model": "Llama 3.1 8B", "mode": "full_finetune", "precision": "fp32", "gpus": "4", "zero": "1", **big},
+        {"model": "Llama 3.1 8B", "mode": "full_finetune", "precision": "fp16", "mixed": "on", "gpus": "4", "zero": "2", **big},
+        {"model": "Llama 3.1 8B", "mode": "lora", "precision": "int8", **big},
+        {"model": "Llama 3.1 8B", "mode": "lora", "precision": "fp8", "stack": "unsloth", **big},
+        {"model": "Llama 3.1 8B", "mode": "qlora", "precision": "fp16", "stack": "litgpt", **big},
+        {"model": "Llama 3.1 8B", "mode": "full_finetune", "ckpt": "on", "act_ckpt": "none", **big},
+        {"model": "Llama 3.1 8B", "mode": "pretrain", "stack": "megatron", "gpus": "8", "tp": "4", "seq_par": "off", "act_ckpt": "full", **big},
+    ]
+    optimizers = ["adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "sgd", "sgd_momentum", "adafactor", "lion"]
+    # fmt: on
+    for i, optimizer in enumerate(optimizers):
+        for mode in ("full_finetune", "lora"):
+            out.append({"model": "Llama 3.2 1B", "mode": mode, "optimizer": optimizer, "gpus": "2", "zero": str(i % 3), "mixed": "on" if i % 2 else "", **big})  # fmt: skip
+        out.append({"model": "Mistral 7B", "mode": "qlora", "optimizer": optimizer, "stack": "deepspeed" if i % 2 else "fsdp2", **big})  # fmt: skip
+    for impl in ("fused", "foreach", "for_loop"):
+        for mode in ("full_finetune", "lora", "pretrain"):
+            out.append({"model": "Qwen2.5 1.5B", "mode": mode, "opt_impl": impl, "gpus": "2", "zero": "1", **big})  # fmt: skip
+    for loss in ("full", "chunked", "fused_linear"):
+        for mode in ("full_finetune", "lora", "qlora"):
+            out.append({"model": "Gemma 2 2B", "mode": mode, "loss": loss, "mixed": "on" if mode == "full_finetune" else "", **big})  # fmt: skip
+    for ckpt in ("none", "full", "selective"):
+        for mixed in ("on", ""):
+            out.append({"model": "Phi-3.5 mini Instruct", "mode": "full_finetune", "act_ckpt": ckpt, "mixed": mixed, "gpus": "4", "tp": "2", "seq_par": "on", **big})  # fmt: skip
+            out.append({"model": "Phi-3.5 mini Instruct", "mode": "lora", "act_ckpt": ckpt, "mixed": mixed, "zero": "3", "gpus": "2", **big})  # fmt: skip
+    for target in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"):
+        out.append({"model": "Qwen3 30B-A3B", "mode": "lora", "lora_targets": target, "lora_rank": "8", **big})  # fmt: skip
+    return out
 
 
 def outputs(client, language: str, query: dict[str, str]) -> dict[str, bytes]:
@@ -109,6 +177,9 @@ def fits_pages(client) -> dict[str, bytes]:
             {"runtime": "llama_cpp", "gpu": "rtx-3060-12gb"},
             {"runtime": "vllm", "precision": "fp8"},
             {"mode": "full_finetune", "stack": "deepspeed", "ckpt": "on", "gb": "80"},
+            {"mode": "pretrain", "stack": "megatron", "gb": "80", "count": "8"},
+            {"mode": "lora", "stack": "unsloth", "gpu": "rtx-4090-24gb"},
+            {"mode": "full_finetune", "stack": "fsdp2", "gb": "40", "count": "4"},
         ]
     ):
         response = client.get(f"/{LANGUAGES[i % 8]}/fits/?{urlencode(query)}".replace("//", "/"))

@@ -112,6 +112,11 @@ def _adapted(s: Setting, *names: str) -> int:
     return sum(1 for name in names if name in s.lora_targets)
 
 
+def layer_samples(arch: Architecture) -> list[int]:
+    """One layer of each kind (dense, MoE): layers of a kind are identical."""
+    return [index for index, _count in arch.layer_kinds]
+
+
 def materialises_scores(arch: Architecture, s: Setting) -> bool:
     """Whether attention holds the (batch, heads, seq, seq) score matrix.
 

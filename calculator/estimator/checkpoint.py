@@ -10,13 +10,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+from calculator.estimator.messages import gettext_noop
+from calculator.estimator.notes import Notes
+from calculator.estimator.parallelism import Plan
+from calculator.estimator.runtimes.vllm import Quantization
+from calculator.estimator.schemas import ConfigModel, EstimateRequest
 
 # Bytes per element of the safetensors dtypes (safetensors format spec, "dtype").
 SAFETENSORS_DTYPE_BYTES = {
-    "F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
-    "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1,
-}  # fmt: skip
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
 
 
 @dataclass(frozen=True)
@@ -80,3 +100,59 @@ def stored_bytes(dtypes: Mapping[str, int]) -> int | None:
     if not dtypes or any(dtype not in SAFETENSORS_DTYPE_BYTES for dtype in dtypes):
         return None
     return sum(count * SAFETENSORS_DTYPE_BYTES[dtype] for dtype, count in dtypes.items())
+
+
+CHECKPOINT_SOURCE = (
+    "Hugging Face Hub safetensors metadata (tensor elements per dtype); safetensors format "
+    "spec (dtype sizes)"
+)
+CHECKPOINT_NOTE = gettext_noop(
+    "Weights: the checkpoint's own %(bytes)s bytes as its safetensors files store them "
+    "(%(dtypes)s), scales, zero points and layers left unquantized included, split over "
+    "%(tp)s GPU(s)."
+)
+
+
+def checkpoint_weight_bytes(
+    request: EstimateRequest, *, vllm_quantization: str | None = None
+) -> int | None:
+    """The checkpoint's stored bytes when they are the weights: a pre-quantized checkpoint (its
+    ``quantization_config`` names a format the estimator models) whose safetensors dtypes are
+    known, run in its own format — the request's precision under transformers, vLLM's
+    ``--quantization`` (default: the checkpoint's) under vLLM. None otherwise, and always for
+    llama.cpp, which loads a GGUF conversion rather than the checkpoint."""
+    model = request.model
+    if not isinstance(model, ConfigModel) or not model.checkpoint_dtypes:
+        return None
+    stored = checkpoint_quantization(model.config)
+    if stored is None or stored.precision is None:
+        return None
+    if request.runtime == "vllm":
+        own = vllm_quantization == stored.vllm
+    else:
+        own = request.runtime == "transformers" and request.precision == stored.precision
+    return stored_bytes(model.checkpoint_dtypes) if own else None
+
+
+def checkpoint_vllm_quantization(request: EstimateRequest) -> Quantization:
+    """The vLLM weight layout the checkpoint's quantization_config names ("none": 16-bit)."""
+    if not isinstance(request.model, ConfigModel):
+        return "none"
+    stored = checkpoint_quantization(request.model.config)
+    return cast("Quantization", stored.vllm) if stored else "none"
+
+
+def dtype_summary(request: EstimateRequest) -> str:
+    model = request.model
+    dtypes = model.checkpoint_dtypes if isinstance(model, ConfigModel) else None
+    return ", ".join(sorted(dtypes or {}))
+
+
+def note_checkpoint_bytes(notes: Notes, request: EstimateRequest, stored: int, plan: Plan) -> None:
+    notes.add(
+        CHECKPOINT_NOTE,
+        CHECKPOINT_SOURCE,
+        bytes=f"{stored:,}",
+        dtypes=dtype_summary(request),
+        tp=plan.tp * plan.parameter_shards,
+    )

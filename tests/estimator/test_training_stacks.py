@@ -9,9 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from calculator.estimator import EstimateRequest, estimate
-from calculator.estimator.core import _pipeline_stages, resolve_architecture
+from calculator.estimator.core import resolve_architecture
 from calculator.estimator.parallelism import plan_for
 from calculator.estimator.stacks import STACKS, resolve_switches
+from calculator.estimator.training.pipeline import pipeline_stages
 from validation.runtime_logs import preset_configs
 from validation.training_stacks import load, rows, summary
 
@@ -199,7 +200,7 @@ def test_1f1b_stages_keep_pp_minus_k_micro_batches(llama31_8b):
         EstimateRequest.model_validate({"model": {"config": llama31_8b}}).model
     )
     plan = plan_for(num_gpus=4, tensor_parallel=1, zero_stage=0, pipeline_parallel=4)
-    stages = _pipeline_stages(arch, plan, None)
+    stages = pipeline_stages(arch, plan, None)
     assert [stage.in_flight for stage in stages] == [4, 3, 2, 1]
     assert [stage.layers for stage in stages] == [8, 8, 8, 8]
     assert stages[-1].last
