@@ -37,8 +37,17 @@ from calculator.estimator.runtimes import (
     longest_max_model_len,
     most_gpu_layers_that_fit,
 )
-from calculator.estimator.runtimes.llama_cpp import gpu_slot_bytes, layer_split_gpu_bytes
-from calculator.estimator.runtimes.vllm import VllmOptions, unsupported_gpu, weights_bytes
+from calculator.estimator.runtimes.llama_cpp import (
+    LlamaCppResult,
+    gpu_slot_bytes,
+    layer_split_gpu_bytes,
+)
+from calculator.estimator.runtimes.vllm import (
+    VllmOptions,
+    VllmResult,
+    unsupported_gpu,
+    weights_bytes,
+)
 from calculator.estimator.speed import GPUS_PER_NODE, SpeedResult, estimate_speed, speed_series
 from calculator.inputs.l10n import catalogue_name
 from calculator.result import presenters, reverse
@@ -479,99 +488,10 @@ class Calculation:
     # --- the runtime's own accounting ----------------------------------------------------
     @cached_property
     def runtime_buffers(self) -> list[RuntimeBuffer]:
-        loaded, started = self.result.llama_cpp, self.result.vllm
-        if loaded is not None:
-            # Hybrid and state-space models only: llama_memory_recurrent's line.
-            recurrent = RuntimeBuffer(
-                "RS buffer size",
-                loaded.recurrent_buffer.gpu,
-                loaded.recurrent_buffer.host,
-                gettext_lazy(
-                    "FP32 convolution and recurrent states of the state-space layers, one per slot (-np), on the device of each layer."
-                ),
-            )
-            return [
-                RuntimeBuffer(
-                    "model buffer size",
-                    loaded.model_buffer.gpu,
-                    loaded.model_buffer.host,
-                    gettext_lazy(
-                        "The GGUF tensors of the layers on each device; the token-embedding table always stays in system RAM."
-                    ),
-                ),
-                RuntimeBuffer(
-                    "KV buffer size",
-                    loaded.kv_buffer.gpu,
-                    loaded.kv_buffer.host,
-                    gettext_lazy(
-                        "K and V for the whole -c context, allocated at load, on the device of each layer."
-                    ),
-                ),
-                *([recurrent] if loaded.recurrent_buffer.total else []),
-                RuntimeBuffer(
-                    "compute buffer size",
-                    loaded.compute_buffer.gpu,
-                    loaded.compute_buffer.host,
-                    gettext_lazy(
-                        "The working memory of the largest graph: one micro-batch (-ub) against the full context."
-                    ),
-                ),
-                RuntimeBuffer(
-                    "output buffer size",
-                    None,
-                    loaded.output_buffer_bytes,
-                    gettext_lazy("FP32 logits over the vocabulary, one row per slot."),
-                ),
-            ]
-        if started is not None:
-            return [
-                RuntimeBuffer(
-                    "Model loading took",
-                    started.weights,
-                    None,
-                    gettext_lazy("The weights on each GPU, as vLLM loads them."),
-                ),
-                RuntimeBuffer(
-                    "torch peak memory increase",
-                    started.activation_peak,
-                    None,
-                    gettext_lazy(
-                        "The profiling run at max-num-batched-tokens, sampler included: the most a step can need."
-                    ),
-                ),
-                RuntimeBuffer(
-                    "non-torch forward increase memory",
-                    started.non_torch,
-                    None,
-                    gettext_lazy(
-                        "cuBLAS workspaces and NCCL buffers, outside PyTorch's allocator."
-                    ),
-                ),
-                RuntimeBuffer(
-                    "Available KV cache memory",
-                    started.kv_cache,
-                    None,
-                    gettext_lazy(
-                        "What the utilization share leaves after weights, profiling peak and non-torch memory."
-                    ),
-                ),
-                RuntimeBuffer(
-                    "GPU KV cache size",
-                    None,
-                    None,
-                    gettext_lazy("The pool in tokens: blocks × block size."),
-                    value=number_format(
-                        started.kv_cache_tokens, use_l10n=True, force_grouping=True
-                    ),
-                ),
-                RuntimeBuffer(
-                    "Maximum concurrency",
-                    None,
-                    None,
-                    gettext_lazy("Requests of max-model-len tokens the pool holds at once."),
-                    value=number_format(started.max_concurrency, 2, use_l10n=True) + "×",
-                ),
-            ]
+        if self.result.llama_cpp is not None:
+            return _llama_cpp_buffers(self.result.llama_cpp)
+        if self.result.vllm is not None:
+            return _vllm_buffers(self.result.vllm)
         return []
 
     @cached_property
@@ -973,3 +893,97 @@ def _series(display_name: str) -> str:
         if any(ch.isdigit() for ch in word) and word[-1:].lower() in {"b", "m"} and index:
             return " ".join(words[:index])
     return display_name
+
+
+def _llama_cpp_buffers(loaded: LlamaCppResult) -> list[RuntimeBuffer]:
+    """llama.cpp's load-time lines (llama_model_load, llama_kv_cache, llama_context)."""
+    # Hybrid and state-space models only: llama_memory_recurrent's line.
+    recurrent = RuntimeBuffer(
+        "RS buffer size",
+        loaded.recurrent_buffer.gpu,
+        loaded.recurrent_buffer.host,
+        gettext_lazy(
+            "FP32 convolution and recurrent states of the state-space layers, one per slot (-np), on the device of each layer."
+        ),
+    )
+    return [
+        RuntimeBuffer(
+            "model buffer size",
+            loaded.model_buffer.gpu,
+            loaded.model_buffer.host,
+            gettext_lazy(
+                "The GGUF tensors of the layers on each device; the token-embedding table always stays in system RAM."
+            ),
+        ),
+        RuntimeBuffer(
+            "KV buffer size",
+            loaded.kv_buffer.gpu,
+            loaded.kv_buffer.host,
+            gettext_lazy(
+                "K and V for the whole -c context, allocated at load, on the device of each layer."
+            ),
+        ),
+        *([recurrent] if loaded.recurrent_buffer.total else []),
+        RuntimeBuffer(
+            "compute buffer size",
+            loaded.compute_buffer.gpu,
+            loaded.compute_buffer.host,
+            gettext_lazy(
+                "The working memory of the largest graph: one micro-batch (-ub) against the full context."
+            ),
+        ),
+        RuntimeBuffer(
+            "output buffer size",
+            None,
+            loaded.output_buffer_bytes,
+            gettext_lazy("FP32 logits over the vocabulary, one row per slot."),
+        ),
+    ]
+
+
+def _vllm_buffers(started: VllmResult) -> list[RuntimeBuffer]:
+    """vLLM's start-up lines (worker memory profiling, the KV-cache pool)."""
+    return [
+        RuntimeBuffer(
+            "Model loading took",
+            started.weights,
+            None,
+            gettext_lazy("The weights on each GPU, as vLLM loads them."),
+        ),
+        RuntimeBuffer(
+            "torch peak memory increase",
+            started.activation_peak,
+            None,
+            gettext_lazy(
+                "The profiling run at max-num-batched-tokens, sampler included: the most a step can need."
+            ),
+        ),
+        RuntimeBuffer(
+            "non-torch forward increase memory",
+            started.non_torch,
+            None,
+            gettext_lazy("cuBLAS workspaces and NCCL buffers, outside PyTorch's allocator."),
+        ),
+        RuntimeBuffer(
+            "Available KV cache memory",
+            started.kv_cache,
+            None,
+            gettext_lazy(
+                "What the utilization share leaves after weights, profiling peak and non-torch memory."
+            ),
+        ),
+        RuntimeBuffer(
+            "GPU KV cache size",
+            None,
+            None,
+            gettext_lazy("The pool in tokens: blocks × block size."),
+            value=number_format(started.kv_cache_tokens, use_l10n=True, force_grouping=True),
+        ),
+        RuntimeBuffer(
+            "Maximum concurrency",
+            None,
+            None,
+            gettext_lazy("Requests of max-model-len tokens the pool holds at once."),
+            value=number_format(started.max_concurrency, 2, use_l10n=True) + "×",
+        ),
+    ]

@@ -629,13 +629,21 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
     """The notes the result's summary shows under its verdict (system RAM and its verdict,
     the stack's switches, vLLM's pool, the speed, the run time and cost), as Markdown lines,
     from the template context the page renders (``Calculation.result_context``)."""
-    from calculator.result.formatting import gib as fmt_gib
-    from calculator.result.formatting import num, stack_label, switches_summary
-
     result: EstimateResult = context["result"]
     request: EstimateRequest = context["request_obj"]
+    return [
+        *_context_notes(context, request),
+        *_runtime_notes(context, result),
+        *_host_notes(context, result),
+        *_switches_notes(result),
+        *_speed_notes(context.get("speed"), request),
+    ]
+
+
+def _context_notes(context: Mapping[str, Any], request: EstimateRequest) -> list[str]:
+    from calculator.result.formatting import num
+
     lines: list[str] = []
-    started, loaded = result.vllm, result.llama_cpp
     context_beyond = context.get("context_beyond")
     if context_beyond:
         lines.append(
@@ -648,6 +656,15 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
                 window=num(context_beyond),
             )
         )
+    return lines
+
+
+def _runtime_notes(context: Mapping[str, Any], result: EstimateResult) -> list[str]:
+    from calculator.result.formatting import gib as fmt_gib
+    from calculator.result.formatting import num
+
+    lines: list[str] = []
+    started, loaded = result.vllm, result.llama_cpp
     if started is not None:
         lines.append(
             _markdown_text(
@@ -679,6 +696,14 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
                 all=context["arch"].num_layers + 1,
             )
         )
+    return lines
+
+
+def _host_notes(context: Mapping[str, Any], result: EstimateResult) -> list[str]:
+    from calculator.result.formatting import gib as fmt_gib
+
+    lines: list[str] = []
+    loaded = result.llama_cpp
     if result.host_bytes and loaded is None:
         lines.append(
             _markdown_text(
@@ -704,6 +729,13 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
                 message, need=fmt_gib(host["need_bytes"]), have=fmt_gib(host["have_bytes"])
             )
         )
+    return lines
+
+
+def _switches_notes(result: EstimateResult) -> list[str]:
+    from calculator.result.formatting import stack_label, switches_summary
+
+    lines: list[str] = []
     switches = result.switches
     if switches is not None:
         line = (
@@ -719,7 +751,6 @@ def result_notes(context: Mapping[str, Any]) -> list[str]:
                 n=result.peak_stage,
             )
         lines.append(line)
-    lines += _speed_notes(context.get("speed"), request)
     return lines
 
 
