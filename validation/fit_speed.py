@@ -6,7 +6,7 @@ Rows: validation/published/speed_llama_bench.json, speed_serving.json, speed_tra
 row cites its source). The split is deterministic: a row is held out when the SHA-256 of its id,
 read as an integer, is divisible by 3 (about a third), so adding a row never moves the others.
 The fit is a grid search that minimises the median |log(predicted / published)| over the
-training rows of each group; paste the printed factors into ``speed.FITTED``.
+training rows of each group; paste the printed factors into ``speed.hardware.FITTED``.
 """
 
 from __future__ import annotations
@@ -340,7 +340,7 @@ def fit(cases: list[Case]) -> dict[str, Efficiency]:
 
 
 def fitted_source(factors: dict[str, Efficiency]) -> str:
-    """The ``FITTED`` table as Python, to paste into calculator/estimator/speed.py."""
+    """The ``FITTED`` table as Python, to paste into calculator/estimator/speed/hardware.py."""
     lines = ["FITTED: dict[tuple[str, str], Efficiency] = {"]
     defaults = Efficiency(decode_bandwidth=1, prefill_compute=1, step_overhead_s=0)
     for group, eff in factors.items():

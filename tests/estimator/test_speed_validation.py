@@ -3,8 +3,9 @@
 Rows: validation/published/speed_llama_bench.json, speed_serving.json and speed_training.json,
 each citing its source (llama.cpp scoreboards and pull requests, TensorRT-LLM's performance
 tables, vLLM's nightly benchmark and Oracle's MI300X runs, torchtitan's benchmarks, llm.c's
-training scripts). validation/fit_speed.py fits the factors in calculator/estimator/speed.py on the rows
-whose id hashes to the training split; this test recomputes the errors on the others.
+training scripts). validation/fit_speed.py fits the factors in
+calculator/estimator/speed/hardware.py on the rows whose id hashes to the training split; this
+test recomputes the errors on the others.
 
 Targets from issue 15 (median absolute error on held-out rows): llama.cpp generation 20%, prompt
 processing 30%, serving throughput 25%, training tokens/s 25%.

@@ -71,28 +71,22 @@ def _attention_shapes(
     return shapes
 
 
-@register("gemma4_text")
-def read_gemma4_text(c: ConfigFields) -> Architecture:
-    """The Architecture keeps the sliding layers' attention shape; ``other_params`` holds what the
-    full-attention layers, the MoE block's router scales and extra norms, the per-layer inputs
-    and double-wide MLPs add (``Gemma4TextAttention``, ``Gemma4TextDecoderLayer``,
-    ``Gemma4TextRouter``, ``Gemma4TextModel``)."""
-    c.require("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
-    fields = core_fields(c)
-    h: int = fields["hidden_size"]
-    layers: int = fields["num_layers"]
-    heads: int = fields["num_attention_heads"]
-    kv_heads: int = fields["num_kv_heads"]
-    head_dim = c.positive("head_dim", default=256)
-    bias = c.flag("attention_bias", False)
-    inter = c.positive("intermediate_size")
-    types = _layer_types(c, layers)
-    shapes = _attention_shapes(c, types, head_dim, kv_heads)
-    k_eq_v = c.flag("attention_k_eq_v", False)
-    shared = c.integer("num_kv_shared_layers", default=0)
-    if shared > layers:
-        raise ConfigError("num_kv_shared_layers exceeds num_hidden_layers.", "num_kv_shared_layers")
-    reuse = _kv_reuse(types, shared)
+def _attention_extra(
+    types: list[Literal["full", "sliding"]],
+    shapes: list[tuple[int, int]],
+    reuse: list[bool],
+    *,
+    h: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    bias: bool,
+    k_eq_v: bool,
+) -> int:
+    """What the layers' own attention shapes add to (or take from) the sliding shape that the
+    Architecture counts in every layer (``Gemma4TextAttention``: q/o projections and q_norm;
+    k/v projections and k_norm unless the layer reuses another's keys and values; no v_proj
+    when ``attention_k_eq_v`` on full layers)."""
 
     def attention(dim: int, kv: int, *, own_kv: bool, values: bool) -> int:
         q = heads * dim
@@ -110,30 +104,79 @@ def read_gemma4_text(c: ConfigFields) -> Architecture:
         values = not (k_eq_v and kind == "full")
         layer = attention(dim, kv, own_kv=not reused, values=values)
         extra += layer - (sliding - sliding_saving if reused else sliding)
+    return extra
+
+
+def _moe_block(
+    c: ConfigFields, *, h: int, layers: int, inter: int
+) -> tuple[int, dict[str, object]]:
+    """``enable_moe_block``: the router's and the experts' scales and three more norms per
+    layer (``Gemma4TextRouter``, ``Gemma4TextDecoderLayer``), and the MoE fields."""
+    if not c.flag("enable_moe_block", False):
+        return 0, {}
+    experts = c.positive("num_experts")
+    # Router scale and per-expert scale; post_feedforward_layernorm_1/_2 and
+    # pre_feedforward_layernorm_2.
+    extra = layers * (h + experts + 3 * h)
+    return extra, {
+        "num_experts": experts,
+        "experts_per_token": c.positive("top_k_experts"),
+        "moe_intermediate_size": c.positive("moe_intermediate_size"),
+        # The dense MLP runs beside the routed experts in every layer, as a shared expert.
+        "num_shared_experts": 1,
+        "shared_expert_intermediate_size": inter,
+        "moe_layers": tuple(range(layers)),
+    }
+
+
+def _per_layer_inputs(c: ConfigFields, *, h: int, layers: int) -> int:
+    """``hidden_size_per_layer_input`` (``Gemma4TextModel``, ``Gemma4TextDecoderLayer``)."""
+    per_layer = c.integer("hidden_size_per_layer_input", default=256)
+    if not per_layer:
+        return 0
+    per_layer_vocab = c.positive("vocab_size_per_layer_input", default=262_144)
+    # Per layer: input gate, projection, post norm; model: the per-layer embedding table,
+    # its projection from the hidden state and its norm.
+    extra = layers * (2 * h * per_layer + h)
+    return extra + per_layer_vocab * layers * per_layer + h * layers * per_layer + per_layer
+
+
+@register("gemma4_text")
+def read_gemma4_text(c: ConfigFields) -> Architecture:
+    """The Architecture keeps the sliding layers' attention shape; ``other_params`` holds what the
+    full-attention layers, the MoE block's router scales and extra norms, the per-layer inputs
+    and double-wide MLPs add (``Gemma4TextAttention``, ``Gemma4TextDecoderLayer``,
+    ``Gemma4TextRouter``, ``Gemma4TextModel``)."""
+    c.require("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+    fields = core_fields(c)
+    h: int = fields["hidden_size"]
+    layers: int = fields["num_layers"]
+    kv_heads: int = fields["num_kv_heads"]
+    head_dim = c.positive("head_dim", default=256)
+    bias = c.flag("attention_bias", False)
+    inter = c.positive("intermediate_size")
+    types = _layer_types(c, layers)
+    shapes = _attention_shapes(c, types, head_dim, kv_heads)
+    k_eq_v = c.flag("attention_k_eq_v", False)
+    shared = c.integer("num_kv_shared_layers", default=0)
+    if shared > layers:
+        raise ConfigError("num_kv_shared_layers exceeds num_hidden_layers.", "num_kv_shared_layers")
+    reuse = _kv_reuse(types, shared)
+    extra = _attention_extra(
+        types,
+        shapes,
+        reuse,
+        h=h,
+        heads=fields["num_attention_heads"],
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        bias=bias,
+        k_eq_v=k_eq_v,
+    )
     if c.flag("use_double_wide_mlp", False):
         extra += sum(reuse) * 3 * h * inter
-    update: dict[str, object] = {}
-    if c.flag("enable_moe_block", False):
-        experts = c.positive("num_experts")
-        # Router scale and per-expert scale; post_feedforward_layernorm_1/_2 and
-        # pre_feedforward_layernorm_2.
-        extra += layers * (h + experts + 3 * h)
-        update.update(
-            num_experts=experts,
-            experts_per_token=c.positive("top_k_experts"),
-            moe_intermediate_size=c.positive("moe_intermediate_size"),
-            # The dense MLP runs beside the routed experts in every layer, as a shared expert.
-            num_shared_experts=1,
-            shared_expert_intermediate_size=inter,
-            moe_layers=tuple(range(layers)),
-        )
-    per_layer = c.integer("hidden_size_per_layer_input", default=256)
-    if per_layer:
-        per_layer_vocab = c.positive("vocab_size_per_layer_input", default=262_144)
-        # Per layer: input gate, projection, post norm; model: the per-layer embedding table,
-        # its projection from the hidden state and its norm.
-        extra += layers * (2 * h * per_layer + h)
-        extra += per_layer_vocab * layers * per_layer + h * layers * per_layer + per_layer
+    moe_extra, update = _moe_block(c, h=h, layers=layers, inter=inter)
+    extra += moe_extra + _per_layer_inputs(c, h=h, layers=layers)
     if extra < 0:
         raise ConfigError("Gemma 4 attention shapes are inconsistent.", "global_head_dim")
     window = c.positive("sliding_window", default=512)
