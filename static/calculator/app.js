@@ -54,7 +54,8 @@ document.addEventListener("htmx:configRequest", (event) => {
   const trigger = event.detail.triggeringEvent;
   if (!form || event.detail.elt !== form || !trigger || trigger.type !== "input") return;
   const field = trigger.target;
-  if (field && field.name && field.form === form) event.detail.headers["X-Mid-Edit"] = field.name;
+  // A pasted config waits 900 ms already, and is one paste rather than keystrokes.
+  if (field && field.name && field.form === form && field.matches("input")) event.detail.headers["X-Mid-Edit"] = field.name;
 });
 document.addEventListener("htmx:afterRequest", (event) => {
   const form = document.getElementById("calc");
@@ -62,6 +63,18 @@ document.addEventListener("htmx:afterRequest", (event) => {
     showState("data-pending", null);
   }
 });
+// A pause in typing is not a keystroke: 800 ms after the last one the form asks in full
+// ("settle", no X-Mid-Edit), so a Hub id typed out is looked up, and a value that still does
+// not parse gets its message, without leaving the field.
+let settleTimer = null;
+document.addEventListener("input", (event) => {
+  const form = document.getElementById("calc");
+  const field = event.target;
+  if (!form || field.form !== form || !field.matches("input[type=number], #id_model")) return;
+  clearTimeout(settleTimer);
+  settleTimer = setTimeout(() => { if (window.htmx) htmx.trigger(form, "settle"); }, 800);
+});
+document.addEventListener("change", () => clearTimeout(settleTimer));
 
 // A pasted config can be far longer than a URL may be (gunicorn refuses request lines over
 // 8190 bytes): the page posts it instead; the server answers with a short permalink.

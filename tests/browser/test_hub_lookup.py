@@ -23,8 +23,9 @@ def test_typing_a_hub_id_imports_the_model(page, live_server, hub):
     hub.add(REPO_ID, Repo(files={"config.json": config}, safetensors={"BF16": 494_032_768}))
     page.goto(live_server.url + "/")
     wait_for_recompute(page, lambda: page.fill("#id_model", REPO_ID))
+    # Typed in one go, the id is looked up once the typing pauses (800 ms, app.js "settle").
     page.wait_for_function(
-        "document.querySelector('#result').innerText.includes('standin/qwen2.5-0.5b-copy')"
+        "() => document.querySelector('#result').innerText.includes('standin/qwen2.5-0.5b-copy')"
     )
     result = page.locator("#result").inner_text()
     assert "0.49B parameters" in result
@@ -42,7 +43,7 @@ def test_an_unreachable_hub_gives_a_message_next_to_the_model_field(page, live_s
     errors = page.locator("#errors_model")
     errors.wait_for()
     page.wait_for_function(
-        "document.querySelector('#errors_model').innerText.includes('could not be reached')"
+        "() => document.querySelector('#errors_model').innerText.includes('could not be reached')"
     )
     assert "Hugging Face Hub could not be reached" in errors.inner_text()
     assert page.server_errors == []
