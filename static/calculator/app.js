@@ -33,13 +33,23 @@ function syncLanguageLinks(event) {
 }
 ["pointerdown", "focusin", "click"].forEach((type) => document.addEventListener(type, syncLanguageLinks, true));
 
+// The page's inputs as they are now: the form's fields, a number just typed included (the
+// address bar is a recompute behind), empty ones left out; the address bar where no form is.
+function currentInputs() {
+  const form = document.getElementById("calc");
+  if (!form) return new URLSearchParams(location.search);
+  const params = new URLSearchParams();
+  new FormData(form).forEach((value, key) => { if (typeof value === "string" && value !== "") params.append(key, value); });
+  return params;
+}
+
 // The one-click runtime defaults (data-preset: the fields they set) keep every other input of
 // the page; rendered with the page, their href would bring back the inputs it loaded with, so
-// each takes the current URL with its own fields replaced, at the moment it is used.
+// each takes the current inputs with its own fields replaced, at the moment it is used.
 function syncPresetLinks(event) {
   const link = event.target.closest ? event.target.closest("a[data-preset]") : null;
   if (!link) return;
-  const params = new URLSearchParams(location.search);
+  const params = currentInputs();
   new URLSearchParams(link.dataset.preset).forEach((value, key) => params.set(key, value));
   link.href = location.pathname + "?" + params.toString();
 }
@@ -48,7 +58,8 @@ function syncPresetLinks(event) {
 // A request sent while a field is being typed in says which field (X-Mid-Edit): the server
 // then answers "nothing yet" (204) while that field is empty or does not parse (a half-typed
 // model name, a number cleared to retype it), so no error flashes up and the last result stays
-// until the field makes sense or loses the focus (whose change event asks in full).
+// until the field makes sense, the typing pauses ("settle" below) or the field loses the focus
+// (whose change event asks in full).
 document.addEventListener("htmx:configRequest", (event) => {
   const form = document.getElementById("calc");
   const trigger = event.detail.triggeringEvent;
@@ -184,16 +195,11 @@ function resultLink(event) {
   const link = event.target.closest ? event.target.closest(RESULT_LINKS) : null;
   return link && document.getElementById("calc") ? link : null;
 }
-function currentInputs(form) {
-  const params = new URLSearchParams();
-  new FormData(form).forEach((value, key) => { if (typeof value === "string" && value !== "") params.append(key, value); });
-  return params;
-}
 function retarget(link) {
   const result = document.getElementById("result");
   const base = new URLSearchParams(result ? result.dataset.query || "" : "");
   const target = new URLSearchParams(link.getAttribute("href").slice(1));
-  const params = currentInputs(document.getElementById("calc"));
+  const params = currentInputs();
   new Set([...base.keys(), ...target.keys()]).forEach((key) => {
     const was = base.getAll(key).join("\u0000");
     const now = target.getAll(key).join("\u0000");
