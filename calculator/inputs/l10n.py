@@ -65,7 +65,7 @@ def gettext_memo(message: str) -> str:
     return text
 
 
-_LABELS: dict[tuple[str, int], dict[Any, str]] = {}
+_LABELS: dict[tuple[str, int], tuple[Any, dict[Any, str]]] = {}
 
 
 def labels(choices: Mapping[Any, Any] | Sequence[tuple[Any, Any]]) -> dict[Any, str]:
@@ -73,11 +73,13 @@ def labels(choices: Mapping[Any, Any] | Sequence[tuple[Any, Any]]) -> dict[Any, 
     per language. Keyed by the object's identity, so only for objects that live as long as the
     process."""
     key = (active_language(), id(choices))
-    found = _LABELS.get(key)
-    if found is None:
+    entry = _LABELS.get(key)
+    # The entry holds the object itself: an id is reused once its object is gone, and a
+    # temporary list passed here once would otherwise lend its labels to a later object.
+    if entry is None or entry[0] is not choices:
         pairs = choices.items() if isinstance(choices, Mapping) else choices
-        found = _LABELS[key] = {value: str(label) for value, label in pairs}
-    return found
+        entry = _LABELS[key] = (choices, {value: str(label) for value, label in pairs})
+    return entry[1]
 
 
 # Qualifiers some catalogue names end with (presets/*.json), written in English. The name stays
