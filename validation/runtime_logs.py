@@ -95,7 +95,7 @@ def llama_cpp_rows() -> list[dict[str, Any]]:
                 _row(log, "model: bits per weight", result.bits_per_weight, want["bits_per_weight"])
             )
         if "repeating_layers_gib" in want:
-            typed = gguf_tensor_types(arch, options.gguf_type)
+            typed = gguf_tensor_types(arch, options.file_type(arch))
             repeating = sum(tensor_bytes(t, k) for t, k in typed if t.layer is not None)
             rows.append(
                 _row(log, "model: repeating layers", repeating / GIB, want["repeating_layers_gib"])

@@ -188,6 +188,18 @@ class Architecture(BaseModel):
         ge=0,
         description="The last layers that reuse an earlier layer's keys and values (Gemma 3n).",
     )
+    kv_layer_shapes: tuple[tuple[int, int, int], ...] = Field(
+        default=(),
+        description="Per layer (KV heads, key head size, value head size) where layers differ "
+        "(Gemma 4's full-attention layers: global_head_dim and their own KV heads); empty: "
+        "num_kv_heads, head_dim and v_head_dim in every layer.",
+    )
+    indexer_layers: tuple[int, ...] = Field(
+        default=(), description="Layers that run a lightning indexer (DeepSeek Sparse Attention)."
+    )
+    indexer_head_dim: int | None = Field(
+        default=None, gt=0, description="Key width of the lightning indexer (index_head_dim)."
+    )
     approximate_reason: str | None = Field(
         default=None, description="Why the count is not verified for this family (generic reader)."
     )
@@ -296,6 +308,12 @@ class Architecture(BaseModel):
 
     def is_attention_layer(self, index: int) -> bool:
         return self.mixer_kind(index) == "attention"
+
+    def kv_shape(self, index: int) -> tuple[int, int, int]:
+        """(KV heads, key head size, value head size) of layer ``index``."""
+        if self.kv_layer_shapes:
+            return self.kv_layer_shapes[index]
+        return self.num_kv_heads, self.head_dim, self.v_head_dim
 
     def keeps_kv(self, index: int) -> bool:
         """An attention layer with its own KV cache (not one sharing an earlier layer's)."""

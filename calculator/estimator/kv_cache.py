@@ -33,12 +33,20 @@ def kv_cache_bytes(
     Only attention layers hold keys and values: state-space and linear-attention layers of a
     hybrid keep the fixed-size state of ``recurrent_state_bytes`` instead.
     """
-    kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
-    per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * bytes_per_element
     if arch.mixer_kinds or arch.kv_shared_layers:
         layers = [index for index in range(arch.num_layers) if arch.keeps_kv(index)]
     else:
         layers = list(range(arch.num_layers))
+    if arch.kv_layer_shapes:
+        # Layers of their own shapes (Gemma 4's full-attention layers).
+        total = 0
+        for index in layers:
+            heads, k_dim, v_dim = arch.kv_shape(index)
+            width = plan.heads_per_gpu(heads) * (k_dim + v_dim)
+            total += cached_tokens(arch, index, seq_len) * width
+        return int(batch * total * bytes_per_element)
+    kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
+    per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * bytes_per_element
     tokens = sum(cached_tokens(arch, index, seq_len) for index in layers)
     return int(batch * tokens * per_token)
 

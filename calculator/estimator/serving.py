@@ -43,18 +43,21 @@ VLLM_SOURCE = gettext_noop(
 def llama_cpp_options(request: EstimateRequest) -> LlamaCppOptions:
     """The llama.cpp options a request describes: its own, or llama-server's defaults holding
     ``batch_size`` sequences of ``seq_len`` tokens (llama-server splits -c across -np slots)."""
-    if request.llama_cpp is not None:
-        return request.llama_cpp
-    return LlamaCppOptions(
-        n_ctx=request.seq_len * request.batch_size, n_parallel=request.batch_size
-    )
+    options = request.llama_cpp
+    if options is None:
+        options = LlamaCppOptions(
+            n_ctx=request.seq_len * request.batch_size, n_parallel=request.batch_size
+        )
+    if options.gguf_type is None:
+        return options.for_model(resolve_architecture(request.model))
+    return options
 
 
 def llama_cpp_layout(request: EstimateRequest) -> GgufLayout:
     """The request's GGUF file as llama.cpp places it, from the memo the estimate reads: the
     lever searches pass it on instead of looking it up for every trial."""
-    gguf_type = llama_cpp_options(request).gguf_type
-    return gguf_layout(resolve_architecture(request.model), gguf_type)
+    arch = resolve_architecture(request.model)
+    return gguf_layout(arch, llama_cpp_options(request).file_type(arch))
 
 
 def vllm_options(request: EstimateRequest) -> VllmOptions:
@@ -92,7 +95,7 @@ def llama_cpp_result(request: EstimateRequest, arch: Architecture, notes: Notes)
             "%(fa)s, %(ngl)s of %(layers)s layers on the GPU (the output layer counts as one)."
         ),
         LLAMA_CPP_SOURCE,
-        gguf=options.gguf_type,
+        gguf=loaded.gguf_type,
         bpw=loaded.bits_per_weight,
         n_ctx=loaded.n_ctx_padded,
         slots=options.n_parallel,

@@ -118,7 +118,10 @@ RUNTIME_CHOICES = [
     ("vllm", _("vLLM (serving)")),
 ]
 # The GGUF file types the issue asks for, most precise first (llama.cpp's own names).
-GGUF_CHOICES = [(name, name) for name in GGUF_TYPES]
+GGUF_CHOICES = [
+    ("", _("The model's usual file (MXFP4 for gpt-oss, else Q4_K_M)")),
+    *((name, name) for name in GGUF_TYPES),
+]
 CACHE_TYPE_CHOICES = [(name, name) for name in ("f16", "bf16", "f32", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")]  # fmt: skip
 ON_OFF_CHOICES = [("on", _("on")), ("off", _("off"))]
 VLLM_QUANT_CHOICES = [
@@ -192,7 +195,7 @@ DEFAULTS: dict[str, Any] = {
     "tp": 1,
     "gpu": "rtx-4090-24gb",
     "runtime": "transformers",
-    "gguf": LLAMA_SERVER.gguf_type,
+    "gguf": LLAMA_SERVER.gguf_type or "",
     "ctk": LLAMA_SERVER.cache_type_k,
     "ctv": LLAMA_SERVER.cache_type_v,
     "fa": "on" if LLAMA_SERVER.flash_attention else "off",
@@ -740,7 +743,7 @@ class CalculatorForm(forms.Form):
         """llama-server options: -c holds ``batch`` slots (-np) of ``seq`` tokens each."""
         c = self.cleaned_data
         return {
-            "gguf_type": c.get("gguf") or DEFAULTS["gguf"],
+            "gguf_type": c.get("gguf") or None,
             "n_ctx": c["seq"] * c["batch"],
             "n_parallel": c["batch"],
             "n_ubatch": c.get("ubatch") or DEFAULTS["ubatch"],

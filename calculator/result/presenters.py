@@ -1308,7 +1308,7 @@ def _runtime_inputs(
         options = llama_cpp_options(request)
         rows += [
             (str(_("Runtime")), "llama.cpp"),
-            (str(_("GGUF file type")), options.gguf_type),
+            (str(_("GGUF file type")), str(options.gguf_type)),
             ("-c", _n(options.n_ctx)),
             ("-np", _n(options.n_parallel)),
             ("-b / -ub", f"{_n(options.n_batch)} / {_n(options.n_ubatch)}"),

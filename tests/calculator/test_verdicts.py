@@ -20,7 +20,7 @@ from calculator.result.presenters import Verdict, run_verdict
 
 pytestmark = pytest.mark.django_db
 
-GPT_OSS_3060 = "/?model=gpt-oss-120b&runtime=llama_cpp&gpu=rtx-3060-12gb&ram=64"
+GPT_OSS_3060 = "/?model=gpt-oss-120b&runtime=llama_cpp&gpu=rtx-3060-12gb&ram=48"
 QWEN30_3060 = "/?model=qwen3+30b+a3b&runtime=llama_cpp&gpu=rtx-3060-12gb&ram=64"
 QWEN72_VLLM = "/?model=Qwen2.5+72B&runtime=vllm&gpu=h100-sxm-80gb&gpus=2&tp=2&seq=8192"
 
@@ -59,14 +59,14 @@ def test_the_setup_runs_only_when_gpu_and_ram_both_hold_their_part(gpu_fits, ram
 
 
 def test_a_gpu_that_fits_does_not_say_fits_when_the_ram_is_short(client):
-    # -ngl 5: the GPU part fits the 3060, the other 32 layers need more than 64 GB of RAM.
+    # -ngl 5: the GPU part fits the 3060, the other 32 layers need more than 48 GB of RAM.
     response = client.get(GPT_OSS_3060 + "&ngl=5")
     page = text(response)
     assert response.context["host_verdict"]["fits"] is False
     assert "✔ Fits on" not in page
-    # 76.95 GB (10⁹) = 71.67 GiB, the walkthrough's "System RAM: 71.67 GiB"; the 64 GB of RAM the
-    # visitor gave are 64 GiB, as memory is sold (issue 25: GiB and GB no longer mixed).
-    assert "✘ Does not fit: 71.67 GiB of system RAM needed, more than your 64.00 GiB" in page
+    # 56.03 GB (10⁹) = 52.18 GiB, as the "System RAM" line says; the 48 GB of RAM the visitor
+    # gave are 48 GiB, as memory is sold (issue 25: GiB and GB no longer mixed).
+    assert "✘ Does not fit: 52.18 GiB of system RAM needed, more than your 48.00 GiB" in page
     export = json.loads(client.get(GPT_OSS_3060 + "&ngl=5&format=json").content)
     # The card's own answer stays for compatibility; the setup's answer is the new field.
     assert export["verdict"]["fits"] is True
@@ -81,17 +81,18 @@ def test_a_gpu_that_fits_does_not_say_fits_when_the_ram_is_short(client):
 
 
 def test_the_ngl_lever_offers_no_split_the_ram_cannot_hold(client):
-    # 12.69 GB of VRAM + 64 GiB (68.72 GB) of RAM < the 87.84 GB file: no -ngl runs, so none is offered.
+    # 12.69 GB of VRAM + 48 GiB (51.54 GB) of RAM < the 63.37 GB MXFP4 file: no -ngl runs, so
+    # none is offered.
     response = client.get(GPT_OSS_3060)
     levers = response.context["llama_levers"]
     assert levers["gpu_layers"] == 0
-    assert levers["ram_short"]["need_bytes"] > 64e9
+    assert levers["ram_short"]["need_bytes"] > 48 * 2**30
     page = text(response)
-    assert "ngl=5" not in response.content.decode()
-    assert "the rest needs 71.67 GiB of system RAM, more than your 64.00 GiB" in page
-    # With 128 GB, 12.69 + 128 > 87.84: the same most-layers split is offered again.
-    roomy = client.get(GPT_OSS_3060.replace("ram=64", "ram=128")).context["llama_levers"]
-    assert roomy["gpu_layers"] == 5
+    assert "ngl=7" not in response.content.decode()
+    assert "the rest needs 48.95 GiB of system RAM, more than your 48.00 GiB" in page
+    # With 128 GB, 12.69 + 128 > 63.37: the same most-layers split is offered again.
+    roomy = client.get(GPT_OSS_3060.replace("ram=48", "ram=128")).context["llama_levers"]
+    assert roomy["gpu_layers"] == 7  # the most layers the 12 GB card holds
     assert roomy["ram_short"] is None
 
 
@@ -168,11 +169,11 @@ def test_the_ram_line_and_its_verdict_speak_one_unit(client):
     verdict = re.search(r"([\d.]+) GiB of system RAM needed: more than your ([\d.]+) GiB", page)
     assert ram_line
     assert verdict
-    assert ram_line.group(1) == verdict.group(1) == "71.67"
-    assert verdict.group(2) == "64.00"
+    assert ram_line.group(1) == verdict.group(1) == "52.18"
+    assert verdict.group(2) == "48.00"
     assert not re.search(r"\d GB of system RAM", page)
-    # 72 typed = 72 GiB = 77.31 × 10⁹ bytes, over the 76.95 × 10⁹ needed; read as 72 × 10⁹
+    # 56 typed = 56 GiB = 60.13 × 10⁹ bytes, over the 56.03 × 10⁹ needed; read as 56 × 10⁹
     # bytes it would fall short.
-    roomy = client.get(GPT_OSS_3060.replace("ram=64", "ram=72") + "&ngl=5")
-    assert roomy.context["host_verdict"]["have_bytes"] == 72 * 2**30
+    roomy = client.get(GPT_OSS_3060.replace("ram=48", "ram=56") + "&ngl=5")
+    assert roomy.context["host_verdict"]["have_bytes"] == 56 * 2**30
     assert roomy.context["host_verdict"]["fits"] is True

@@ -22,10 +22,23 @@ GIB = 1 << 30
 
 
 def test_llama_server_defaults_write_only_the_machine_dependent_flags():
+    # No file type chosen: -hf without a tag takes the repository's Q4_K_M, else its first file
+    # (common/arg.cpp @ 0c1e570: "quant is optional, case-insensitive, default to Q4_K_M").
     command = llama_server_command("bartowski/Qwen2.5-7B-Instruct-GGUF", LlamaCppOptions())
     assert command == (
+        "llama-server -hf bartowski/Qwen2.5-7B-Instruct-GGUF -c 4096 -np 4 -fa on -ngl all"
+    )
+    tagged = LlamaCppOptions(gguf_type="Q4_K_M")
+    assert llama_server_command("bartowski/Qwen2.5-7B-Instruct-GGUF", tagged) == (
         "llama-server -hf bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M -c 4096 -np 4 -fa on -ngl all"
     )
+
+
+def test_llama_server_unified_kv_cache_is_asked_for():
+    # -np N turns the unified cache off unless -kvu asks for it (common/arg.cpp @ 0c1e570:
+    # "default: enabled if number of slots is auto").
+    command = llama_server_command("ggml-org/gpt-oss-20b-GGUF", LlamaCppOptions(kv_unified=True))
+    assert " -np 4 -kvu -fa on " in command
 
 
 def test_llama_server_every_option():

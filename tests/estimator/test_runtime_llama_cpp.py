@@ -104,27 +104,42 @@ def test_kv_buffer_by_hand():
 
 
 def test_sliding_window_cache_by_hand():
-    # Gemma-2-9B: window 4096 (config), 2 sequences, ubatch 512 -> pad(2 x 4096 + 512, 256) = 8704.
+    # Gemma-2-9B: window 4096 (config), 2 slots, ubatch 512 (llama-kv-cache-iswa.cpp @ 0c1e570).
+    # One stream per slot (-np 2): each holds pad(32768 / 2, 256) = 16384 cells and its sliding
+    # cache pad(min(16384, 4096 + 512), 256) = 4608, 9216 in all. Unified (-kvu): one stream
+    # of pad(min(32768, 2 x 4096 + 512), 256) = 8704.
     arch = architecture("gemma-2-9b")
     full, swa = kv_cells(arch, LlamaCppOptions(n_ctx=32768, n_parallel=2, n_ubatch=512))
-    assert (full, swa) == (32768, 8704)
+    assert (full, swa) == (32768, 9216)
+    unified = LlamaCppOptions(n_ctx=32768, n_parallel=2, n_ubatch=512, kv_unified=True)
+    assert kv_cells(arch, unified) == (32768, 8704)
     result = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=32768, n_parallel=2))
     per_cell = 2 * 8 * 256 * 2  # K + V, 8 KV heads x 256, f16
-    assert result.kv_buffer.total == 21 * per_cell * 32768 + 21 * per_cell * 8704
+    assert result.kv_buffer.total == 21 * per_cell * 32768 + 21 * per_cell * 9216
     # --swa-full gives every layer the whole context; Mistral's window is ignored by llama.cpp.
     full_swa = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=32768, n_parallel=2, swa_full=True))
     assert full_swa.kv_buffer.total == 42 * per_cell * 32768
     assert kv_cells(architecture("mistral-7b-v0.1"), LlamaCppOptions(n_ctx=32768)) == (32768, 0)
 
 
-def test_quantized_cache_leaves_the_sliding_layers_in_f16():
-    # llama.cpp PR #21277: the sliding-window cache stays F16 whatever -ctk/-ctv say.
+def test_quantized_cache_quantizes_the_sliding_layers_too():
+    # PR #21277 kept the sliding-window cache F16; PR #21332 reverted it the next day, and
+    # llama_kv_cache_iswa @ 0c1e570 passes -ctk/-ctv to both caches.
     arch = architecture("gemma-2-9b")
     options = LlamaCppOptions(n_ctx=32768, n_parallel=2, cache_type_k="q8_0", cache_type_v="q8_0")
     result = estimate_llama_cpp(arch, options)
     q8_cell = 2 * 8 * 256 * 34 // 32  # K + V, 2048 wide, q8_0 = 34 bytes per 32 values
-    f16_cell = 2 * 8 * 256 * 2
-    assert result.kv_buffer.total == 21 * q8_cell * 32768 + 21 * f16_cell * 8704
+    assert result.kv_buffer.total == 21 * q8_cell * 32768 + 21 * q8_cell * 9216
+
+
+def test_mla_caches_the_latent_as_k_and_no_v():
+    # DeepSeek-V2-Lite (presets/models/deepseek.json, from its config.json: kv_lora_rank 512,
+    # qk_rope_head_dim 64, 27 layers): llama_kv_cache @ 0c1e570 makes K of n_embd_head_k =
+    # 512 + 64 = 576 per cell and no V tensor under MLA (has_v = !is_mla): 27 x 576 x 2 bytes
+    # x 4096 cells, f16.
+    arch = architecture("deepseek-v2-lite")
+    result = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=4096, n_parallel=1))
+    assert result.kv_buffer.total == 27 * 576 * 2 * 4096
 
 
 def test_hybrid_keeps_kv_on_attention_layers_and_f32_recurrent_state():

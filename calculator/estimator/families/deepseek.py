@@ -62,24 +62,24 @@ def read_deepseek(c: ConfigFields) -> Architecture:
     return Architecture(**fields)
 
 
-def _indexer_layers(c: ConfigFields, num_layers: int) -> int:
+def _indexer_layers(c: ConfigFields, num_layers: int) -> tuple[int, ...]:
     """How many layers run their own indexer. GLM-5 (``configuration_glm_moe_dsa.py``) lists
     ``indexer_types`` ("full" or "shared": reuse the previous full layer's top-k, no indexer
     weights), else derives them from ``index_topk_pattern`` or ``index_topk_freq`` /
     ``index_skip_topk_offset``; DeepSeek-V3.2 runs one in every layer."""
     if c.text("model_type", "") != "glm_moe_dsa":
-        return num_layers
+        return tuple(range(num_layers))
     types = c.raw.get("indexer_types")
     if isinstance(types, list) and len(types) == num_layers:
-        return sum(1 for kind in types if kind == "full")
+        return tuple(i for i, kind in enumerate(types) if kind == "full")
     pattern = c.raw.get("index_topk_pattern")
     if isinstance(pattern, str) and len(pattern) == num_layers:
-        return pattern.count("F")
+        return tuple(i for i, kind in enumerate(pattern) if kind == "F")
     if isinstance(pattern, list) and len(pattern) == num_layers:
-        return sum(1 for kind in pattern if kind == "full")
+        return tuple(i for i, kind in enumerate(pattern) if kind == "full")
     freq = max(c.integer("index_topk_freq", default=1), 1)
     offset = c.integer("index_skip_topk_offset", default=2)
-    return sum(1 for i in range(num_layers) if max(i - offset + 1, 0) % freq == 0)
+    return tuple(i for i in range(num_layers) if max(i - offset + 1, 0) % freq == 0)
 
 
 @register("deepseek_v32", "glm_moe_dsa")
@@ -96,6 +96,8 @@ def read_deepseek_sparse(c: ConfigFields) -> Architecture:
     return arch.model_copy(
         update={
             "moe_layers": moe_layers_from(c, arch.num_layers, 3),
-            "other_params": indexed * indexer,
+            "other_params": len(indexed) * indexer,
+            "indexer_layers": indexed,
+            "indexer_head_dim": dim,
         }
     )

@@ -71,6 +71,17 @@ def _attention_shapes(
     return shapes
 
 
+def _kv_layer_shapes(
+    shapes: list[tuple[int, int]], head_dim: int, kv_heads: int
+) -> tuple[tuple[int, int, int], ...]:
+    """(KV heads, key size, value size) per layer, or none when every layer has the sliding
+    shape; keys and values have one head size (``Gemma4TextAttention``; llama.cpp's gemma4
+    loader requires ``n_embd_head_k == n_embd_head_v``)."""
+    if all(shape == (head_dim, kv_heads) for shape in shapes):
+        return ()
+    return tuple((kv, dim, dim) for dim, kv in shapes)
+
+
 def _attention_extra(
     types: list[Literal["full", "sliding"]],
     shapes: list[tuple[int, int]],
@@ -195,6 +206,7 @@ def read_gemma4_text(c: ConfigFields) -> Architecture:
         layer_types=tuple(types),
         sliding_window=window if "sliding" in types else None,
         kv_shared_layers=shared,
+        kv_layer_shapes=_kv_layer_shapes(shapes, head_dim, kv_heads),
         other_params=extra,
         **update,
     )

@@ -57,12 +57,13 @@ def _join(words: list[str]) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
-def _model_flag(model_ref: str, gguf_type: str) -> list[str]:
+def _model_flag(model_ref: str, gguf_type: str | None) -> list[str]:
     """A local ``.gguf`` path loads with ``-m``; anything else is a Hugging Face repository for
-    ``-hf``, tagged with the file type unless the reference already names a tag."""
+    ``-hf``, tagged with the file type unless the reference already names a tag or no type is
+    chosen (``-hf`` then takes the repository's Q4_K_M, or its only file)."""
     if model_ref.lower().endswith(".gguf"):
         return ["-m", model_ref]
-    if ":" in model_ref:
+    if ":" in model_ref or gguf_type is None:
         return ["-hf", model_ref]
     return ["-hf", f"{model_ref}:{gguf_type}"]
 
@@ -82,6 +83,8 @@ def llama_server_command(model_ref: str, options: LlamaCppOptions) -> str:
     if options.n_ubatch != LLAMA_SERVER_DEFAULTS["n_ubatch"]:
         words += ["-ub", str(options.n_ubatch)]
     words += ["-np", str(options.n_parallel)]
+    if options.kv_unified:
+        words.append("-kvu")
     words += ["-fa", "on" if options.flash_attention else "off"]
     if options.cache_type_k != LLAMA_SERVER_DEFAULTS["cache_type"]:
         words += ["-ctk", options.cache_type_k]

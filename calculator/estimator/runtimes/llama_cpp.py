@@ -12,11 +12,18 @@ Sources, read at named commits of https://github.com/ggml-org/llama.cpp (facts o
 - ``src/llama-model.cpp``: layer placement for ``-ngl`` (the first ``n_layer + 1 - ngl`` layers stay on
   the host; the output layer counts as one layer; the token-embedding table is always on the host
   because it is read with ``get_rows``; tied embeddings are duplicated for the output head).
-- ``src/llama-kv-cache.cpp`` / ``src/llama-kv-cache-iswa.cpp``: one K and one V tensor per attention
-  layer of ``ggml_row_size(type, n_embd_{k,v}_gqa) × kv_size``; sliding-window layers get
-  ``min(kv_size, pad(n_swa · n_seq + n_ubatch))`` cells unless ``--swa-full``; ``n_ctx`` padded to 256.
-  Since https://github.com/ggml-org/llama.cpp/pull/21277 (April 2026) the sliding-window cache stays
-  F16 whatever ``-ctk``/``-ctv`` say.
+- ``src/llama-kv-cache.cpp``, ``src/llama-kv-cache-iswa.cpp``, ``src/llama-kv-cache-dsa.cpp``,
+  ``src/llama-context.cpp`` and ``src/llama-model.cpp`` ``create_memory`` @
+  0c1e57098bba43ac29e6e3b677cdceebdd22334f (the llama.cpp that llama-cpp-python 0.3.36 ships): one K
+  tensor of ``ggml_row_size(type_k, n_embd_k_gqa(il)) × kv_size × n_stream`` per attention layer and
+  one V tensor likewise, except under MLA (``is_mla``), where V is a view of the cached latent and
+  has no tensor of its own. ``n_ctx`` is padded to 256; with one unified stream (``-kvu``)
+  ``kv_size = n_ctx``, else each of the ``n_seq`` streams holds ``pad(n_ctx / n_seq, 256)`` cells.
+  Sliding-window layers get ``pad(min(kv_size, n_swa · (n_seq if unified else 1) + n_ubatch),
+  256)`` cells per stream unless ``--swa-full``, in the cache types ``-ctk``/``-ctv`` name (PR
+  #21277 kept them F16; #21332 reverted it a day later). DeepSeek Sparse Attention adds an indexer
+  key cache: one ``index_head_dim``-wide key (one head, ``type_k``) per cell and indexed layer.
+  Gemma 3n/4 layers past ``n_layer_kv_from_start`` reuse an earlier layer's cache.
 - ``src/llama-memory-recurrent.cpp`` @ 76d94392764a8bcc1e93bd6f248c30aec2cfac9a (hybrid and
   recurrent models: Mamba, Mamba-2, Gated DeltaNet, LFM2 short convolutions, …): per recurrent layer
   an R tensor of ``n_embd_r · mem_size`` and an S tensor of ``n_embd_s · mem_size`` elements on the
@@ -60,6 +67,7 @@ GgufType = Literal[
     "BF16",
     "F16",
     "Q8_0",
+    "MXFP4",
     "Q6_K",
     "Q5_K_M",
     "Q5_K_S",
@@ -122,6 +130,7 @@ _DEFAULT_TYPE: dict[str, str] = {
     "BF16": "BF16",
     "F16": "F16",
     "Q8_0": "Q8_0",
+    "MXFP4": "MXFP4",
     "Q6_K": "Q6_K",
     "Q5_K_M": "Q5_K",
     "Q5_K_S": "Q5_K",
@@ -165,9 +174,22 @@ _FALLBACK: dict[str, str] = {
     "Q5_K": "Q5_1",
     "Q6_K": "Q8_0",
 }
-# Architectures llama.cpp runs with an interleaved sliding-window cache (llama-model.cpp sets
-# swa layers for them); Mistral's config window is ignored by llama.cpp's llama architecture.
-_ISWA_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gpt_oss", "cohere2", "llama4"})
+# The model types whose llama.cpp architecture sets a sliding-window type when the file has a
+# window (``swa_type = LLAMA_SWA_TYPE_*`` in src/models/*.cpp @ 0c1e570: gemma2, gemma3, gemma3n,
+# gemma4, openai-moe, cohere2, cohere2moe, llama4 (chunked), exaone4, exaone-moe, olmo2 (OLMo 3),
+# afmoe, mimo2): those give sliding layers a window-sized cache. Mistral's config window is
+# ignored by llama.cpp's llama architecture.
+_ISWA_MODEL_TYPES = frozenset(
+    {
+        *("gemma2", "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text"),
+        *("gpt_oss", "cohere2", "cohere2_moe", "llama4", "llama4_text", "exaone4", "exaone_moe"),
+        *("olmo3", "afmoe", "mimo_v2_flash"),
+    }
+)
+# gpt-oss GGUFs keep the routed experts in MXFP4 whatever the file type: convert_hf_to_gguf.py
+# (GptOssModel) writes the checkpoint's MXFP4 blocks as they are, and llama-quantize does not
+# requantize a quantized tensor without --allow-requantize (llama-quant.cpp @ 0c1e570).
+_MXFP4_EXPERTS = frozenset({"gpt_oss"})
 # Families whose GGUF converter keeps Q/K/V fused in one ``attn_qkv`` tensor (convert_hf_to_gguf.py).
 _FUSED_QKV = frozenset({"gpt2", "gpt_neox", "falcon", "phi3"})
 
@@ -179,7 +201,9 @@ class _Frozen(BaseModel):
 class LlamaCppOptions(_Frozen):
     """What ``llama-server`` takes; defaults are llama-server's own (``common/common.h``)."""
 
-    gguf_type: GgufType = "Q4_K_M"
+    gguf_type: GgufType | None = Field(
+        default=None, description="None: the model's usual file (MXFP4 for gpt-oss, else Q4_K_M)"
+    )
     n_ctx: int = Field(default=4096, ge=1, le=10_000_000, description="-c, all sequences together")
     n_batch: int = Field(default=2048, ge=1, le=1_000_000, description="-b")
     n_ubatch: int = Field(default=512, ge=1, le=1_000_000, description="-ub")
@@ -189,6 +213,23 @@ class LlamaCppOptions(_Frozen):
     cache_type_v: CacheType = "f16"
     n_gpu_layers: int | None = Field(default=None, ge=0, description="-ngl; None = all")
     swa_full: bool = Field(default=False, description="--swa-full: full-size sliding caches")
+    kv_unified: bool = Field(
+        default=False,
+        description="-kvu: one KV stream for all slots (llama-server turns it on itself only "
+        "when -np is left at auto)",
+    )
+
+    def file_type(self, arch: Architecture) -> str:
+        """The GGUF file type: the one asked for, else the model's usual one."""
+        if self.gguf_type is not None:
+            return self.gguf_type
+        return "MXFP4" if arch.model_type in _MXFP4_EXPERTS else "Q4_K_M"
+
+    def for_model(self, arch: Architecture) -> LlamaCppOptions:
+        """These options with the file type resolved for ``arch``."""
+        if self.gguf_type is not None:
+            return self
+        return self.model_copy(update={"gguf_type": self.file_type(arch)})
 
 
 # Ollama's own defaults (ollama/ollama@fb30760 envconfig/config.go, api/types.go, docs/faq.mdx):
@@ -294,6 +335,7 @@ class GgufTensor:
     ne0: int
     rows: int
     quantizable: bool
+    expert: bool = False  # a 3-D tensor of routed experts (``*_exps``)
 
     @property
     def elements(self) -> int:
@@ -309,6 +351,7 @@ class _Shape(NamedTuple):
     ne0: int
     rows: int
     quantizable: bool
+    expert: bool = False
 
     @property
     def elements(self) -> int:
@@ -321,8 +364,15 @@ def _block_shapes(arch: Architecture, moe: bool) -> tuple[_Shape, ...]:
     h = arch.hidden_size
     out: list[_Shape] = []
 
-    def add(name: str, cat: Category, ne0: int, rows: int, quantizable: bool = True) -> None:
-        out.append(_Shape(name, cat, ne0, rows, quantizable))
+    def add(
+        name: str,
+        cat: Category,
+        ne0: int,
+        rows: int,
+        quantizable: bool = True,
+        expert: bool = False,
+    ) -> None:
+        out.append(_Shape(name, cat, ne0, rows, quantizable, expert))
 
     norms = arch.pre_norms_per_layer + arch.post_norms_per_layer
     norm_width = 2 * h if arch.norm_kind == "layer" else h
@@ -364,13 +414,14 @@ def _block_shapes(arch: Architecture, moe: bool) -> tuple[_Shape, ...]:
 
     def mlp(suffix: str, inter: int, count: int) -> None:
         up_rows = inter * count
+        experts = suffix == "_exps"
         if arch.mlp_gated and arch.model_type == "phi3":
             add(f"ffn_up{suffix}", "ffn_up", h, 2 * up_rows)  # gate_up_proj kept fused
         else:
             if arch.mlp_gated:
-                add(f"ffn_gate{suffix}", "ffn_gate", h, up_rows)
-            add(f"ffn_up{suffix}", "ffn_up", h, up_rows)
-        add(f"ffn_down{suffix}", "ffn_down", inter, h * count)
+                add(f"ffn_gate{suffix}", "ffn_gate", h, up_rows, expert=experts)
+            add(f"ffn_up{suffix}", "ffn_up", h, up_rows, expert=experts)
+        add(f"ffn_down{suffix}", "ffn_down", inter, h * count, expert=experts)
 
     if moe:
         add("ffn_gate_inp", "other", h, arch.num_experts, False)
@@ -433,7 +484,7 @@ def gguf_tensors(arch: Architecture) -> list[GgufTensor]:
     ]
     for il, moe in enumerate(flags):
         tensors.extend(
-            GgufTensor(f"blk.{il}.{s.name}", s.category, il, s.ne0, s.rows, s.quantizable)
+            GgufTensor(f"blk.{il}.{s.name}", s.category, il, s.ne0, s.rows, s.quantizable, s.expert)
             for s in blocks[moe]
         )
     tensors.extend(
@@ -460,6 +511,7 @@ class _QuantState:
     tied: bool
     has_imatrix: bool
     n_attention_wv: int
+    mxfp4_experts: bool
 
 
 def _quant_state(arch: Architecture, gguf_type: str) -> _QuantState:
@@ -477,6 +529,7 @@ def _quant_state(arch: Architecture, gguf_type: str) -> _QuantState:
         tied=arch.tie_word_embeddings,
         has_imatrix=gguf_type.startswith("IQ"),
         n_attention_wv=arch.num_layers,
+        mxfp4_experts=arch.model_type in _MXFP4_EXPERTS,
     )
 
 
@@ -629,7 +682,7 @@ def _layer_choices(qs: _QuantState) -> tuple[tuple[str, str], ...]:
     tensors, before the fallback: the only choices that depend on the layer. They depend on the
     file type and the counts in ``qs``, not on tensor sizes, so shapes of one depth share them."""
     base = _DEFAULT_TYPE[qs.ftype]
-    if qs.ftype in _FLOAT_FILES:
+    if qs.ftype in _FLOAT_FILES or qs.ftype == "MXFP4":
         return ((base, base),) * qs.n_layer
     place = _name_order(qs.n_layer)
     pairs: dict[tuple[str, str], tuple[str, str]] = {}  # one tuple per distinct pair, not per layer
@@ -641,16 +694,28 @@ def _layer_choices(qs: _QuantState) -> tuple[tuple[str, str], ...]:
 
 
 def _tensor_type(
-    qs: _QuantState, category: Category, ne0: int, quantizable: bool, layer: tuple[str, str]
+    qs: _QuantState,
+    category: Category,
+    ne0: int,
+    quantizable: bool,
+    layer: tuple[str, str],
+    expert: bool = False,
 ) -> str:
     """The ggml type ``llama-quantize`` gives a tensor: F32 where it leaves it (1-D tensors, norms,
     the MoE router), the base type in a float file, otherwise ``llama_tensor_get_type_impl``'s
-    choice after ``tensor_type_fallback``. ``layer`` is its layer's ``_layer_choices`` entry."""
+    choice after ``tensor_type_fallback``. ``layer`` is its layer's ``_layer_choices`` entry.
+    An MXFP4 file (``LLAMA_FTYPE_MOSTLY_MXFP4_MOE``) has routed experts in MXFP4 and every other
+    quantizable tensor, the output head included, in Q8_0; gpt-oss keeps MXFP4 experts in any
+    file (``_MXFP4_EXPERTS``)."""
     if not quantizable:
         return "F32"
+    if expert and (qs.mxfp4_experts or qs.ftype == "MXFP4"):
+        return _with_fallback(ne0, "MXFP4")
     base = _DEFAULT_TYPE[qs.ftype]
     if qs.ftype in _FLOAT_FILES:
         return base
+    if qs.ftype == "MXFP4":
+        return _with_fallback(ne0, "Q8_0")
     if category in _ATTN_V_LIKE:
         choice = layer[0]
     elif category == "ffn_down":
@@ -665,18 +730,18 @@ def _tensor_type(
 # only in size share their types.
 _ROW_UNIT = 256
 assert all(_ROW_UNIT % block == 0 for block, _size in GGML_BLOCK.values())
-_Signature = tuple[tuple[Category, int, bool], ...]
+_Signature = tuple[tuple[Category, int, bool, bool], ...]
 
 
 def _signature(shapes: tuple[_Shape, ...]) -> _Signature:
-    return tuple((s.category, gcd(s.ne0, _ROW_UNIT), s.quantizable) for s in shapes)
+    return tuple((s.category, gcd(s.ne0, _ROW_UNIT), s.quantizable, s.expert) for s in shapes)
 
 
 def _block_types(qs: _QuantState, signature: _Signature, layer: tuple[str, str]) -> tuple[str, ...]:
     """``_tensor_type`` of each tensor of a block (or of the embedding or output tensors)."""
     return tuple(
-        _tensor_type(qs, category, ne0, quantizable, layer)
-        for category, ne0, quantizable in signature
+        _tensor_type(qs, category, ne0, quantizable, layer, expert)
+        for category, ne0, quantizable, expert in signature
     )
 
 
@@ -699,6 +764,7 @@ def gguf_tensor_types(arch: Architecture, gguf_type: str) -> list[tuple[GgufTens
                 t.ne0,
                 t.quantizable,
                 outside if t.layer is None else choices[t.layer],
+                t.expert,
             ),
         )
         for t in gguf_tensors(arch)
@@ -751,9 +817,16 @@ def _classify(per_layer: Sequence[_Class]) -> _LayerClasses[_Class]:
     return _LayerClasses(members, tuple(from_layer))
 
 
-# Per layer: "full" or "sliding" for a layer with its own KV cache ("" for none), and the F32
-# recurrent-state elements of one cell.
-_CacheClass = tuple[str, int]
+class _CacheClass(NamedTuple):
+    """What one layer caches per cell: ``kv`` is "full" or "sliding" for a layer with its own KV
+    cache ("" for none), then the K, V and indexer-key widths in elements (``n_embd_k_gqa``,
+    ``n_embd_v_gqa``, 0 for MLA's V), and the F32 recurrent-state elements."""
+
+    kv: str
+    k_width: int
+    v_width: int
+    index_width: int
+    state: int
 
 
 @dataclass(frozen=True)
@@ -764,46 +837,75 @@ class CacheLayers:
     classes: _LayerClasses[_CacheClass]
     recurrent_layers: int
 
-    def kv_bytes_from(self, il: int, full_bytes: int, sliding_bytes: int) -> int:
-        """KV bytes of layers ``il..n-1``, given one full and one sliding layer's bytes."""
-        per_kind = {"full": full_bytes, "sliding": sliding_bytes, "": 0}
-        return self.classes.weighted_from(il, (per_kind[kv] for kv, _ in self.classes.members))
+    def kv_bytes_from(self, il: int, options: LlamaCppOptions, full: int, sliding: int) -> int:
+        """KV bytes of layers ``il..n-1`` with ``full`` and ``sliding`` cells."""
+        return self.classes.weighted_from(
+            il, (kv_layer_bytes(m, options, full, sliding) for m in self.classes.members)
+        )
 
     def state_elements_from(self, il: int) -> int:
         """Recurrent-state elements of one cell over layers ``il..n-1``."""
-        return self.classes.weighted_from(il, (elements for _, elements in self.classes.members))
+        return self.classes.weighted_from(il, (m.state for m in self.classes.members))
+
+
+def kv_layer_bytes(layer: _CacheClass, options: LlamaCppOptions, full: int, sliding: int) -> int:
+    """One layer's K, V and indexer keys over its cells (a sliding layer takes the sliding
+    cache's when there is one): ``ggml_row_size(type, width) · cells`` each, the indexer keys in
+    ``type_k`` (llama-kv-cache-dsa.cpp)."""
+    if not layer.kv:
+        return 0
+    cells = sliding if layer.kv == "sliding" and sliding else full
+    k = cache_row_bytes(options.cache_type_k, layer.k_width)
+    v = cache_row_bytes(options.cache_type_v, layer.v_width) if layer.v_width else 0
+    index = cache_row_bytes(options.cache_type_k, layer.index_width) if layer.index_width else 0
+    return (k + v + index) * cells
+
+
+def _kv_widths(arch: Architecture, il: int, indexed: bool = False) -> tuple[int, int, int]:
+    """K, V and indexer-key widths of layer ``il``'s cache in llama.cpp: MLA caches the latent
+    and the rope part as K (``n_embd_head_k = kv_lora_rank + qk_rope_head_dim``, one KV head) and
+    no V (``has_v = !is_mla``); a DSA layer with an indexer adds one ``index_head_dim`` key."""
+    index = (arch.indexer_head_dim or 0) if indexed else 0
+    if arch.attention_kind == "mla":
+        return (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0), 0, index
+    heads, k_dim, v_dim = arch.kv_shape(il)
+    return heads * k_dim, heads * v_dim, index
 
 
 def cache_layers(arch: Architecture) -> CacheLayers:
     """Which layers keep KV (not a recurrent layer of a hybrid, not one reusing an earlier
-    layer's KV), which of those are sliding, and the recurrent state each keeps per cell."""
-    mixed = arch.mixer_kinds or arch.layer_types or arch.kv_shared_layers
-    if not mixed and arch.parallel_recurrent is None:
-        # Attention everywhere, a full cache per layer: shared by every model this deep.
-        return _attention_layers(arch.num_layers)
+    layer's KV), which of those are sliding, their widths and the recurrent state each keeps
+    per cell."""
+    uniform = not (arch.mixer_kinds or arch.layer_types or arch.kv_shared_layers)
+    uniform = uniform and not (arch.kv_layer_shapes or arch.indexer_layers)
+    if uniform and arch.parallel_recurrent is None:
+        # Attention everywhere, a full cache per layer: shared by every model of these widths.
+        return _attention_layers(arch.num_layers, _kv_widths(arch, 0))
     return _mixed_layers(arch)
 
 
 @lru_cache(maxsize=128)
-def _attention_layers(n_layer: int) -> CacheLayers:
-    return CacheLayers(_classify([("full", 0)] * n_layer), 0)
+def _attention_layers(n_layer: int, widths: tuple[int, int, int]) -> CacheLayers:
+    return CacheLayers(_classify([_CacheClass("full", *widths, 0)] * n_layer), 0)
 
 
 @lru_cache(maxsize=128)
 def _mixed_layers(arch: Architecture) -> CacheLayers:
     types = arch.layer_types
+    indexed = frozenset(arch.indexer_layers)
     by_kind: dict[str, int] = {}
     per_layer: list[_CacheClass] = []
     for il in range(arch.num_layers):
-        kv = ""
+        kv, widths = "", (0, 0, 0)
         if arch.keeps_kv(il):
             kv = "sliding" if il < len(types) and types[il] == "sliding" else "full"
+            widths = _kv_widths(arch, il, il in indexed)
         kind = arch.mixer_kind(il)
         if kind not in by_kind:
             by_kind[kind] = _layer_state_elements(arch, kind)
-        per_layer.append((kv, by_kind[kind]))
+        per_layer.append(_CacheClass(kv, *widths, by_kind[kind]))
     classes = _classify(per_layer)
-    recurrent = sum(classes.count(member) for member in classes.members if member[1])
+    recurrent = sum(classes.count(member) for member in classes.members if member.state)
     return CacheLayers(classes, recurrent)
 
 
@@ -938,38 +1040,30 @@ def _pad(value: int, to: int) -> int:
     return -(-value // to) * to
 
 
-def kv_cells(arch: Architecture, options: LlamaCppOptions) -> tuple[int, int]:
-    """Cells of the full-attention cache and of the sliding-window cache.
+def kv_streams(options: LlamaCppOptions) -> int:
+    """KV streams: one with the unified cache, else one per slot (``n_stream``)."""
+    return 1 if options.kv_unified else options.n_parallel
 
-    ``n_ctx`` is padded to 256 (llama-context.cpp); ``llama_kv_cache_iswa`` gives sliding layers
-    ``pad(min(n_ctx, n_swa · n_seq + n_ubatch), 256)`` cells with the unified cache (the window of
-    every parallel sequence plus one micro-batch), or ``n_ctx`` with ``--swa-full``.
+
+def kv_cells(arch: Architecture, options: LlamaCppOptions) -> tuple[int, int]:
+    """Cells of the full-attention cache and of the sliding-window cache, all streams together.
+
+    ``n_ctx`` is padded to 256; one unified stream holds all of it, else each slot's stream holds
+    ``pad(n_ctx / n_seq, 256)`` (llama-context.cpp). ``llama_kv_cache_iswa`` gives sliding layers
+    ``pad(min(kv_size, n_swa · n_seq + n_ubatch), 256)`` cells in the unified stream (the window
+    of every sequence plus one micro-batch), ``pad(min(kv_size, n_swa + n_ubatch), 256)`` per
+    stream otherwise, and ``kv_size`` with ``--swa-full``.
     """
-    full = _pad(options.n_ctx, 256)
+    n_ctx = _pad(options.n_ctx, 256)
+    streams = kv_streams(options)
+    per_stream = n_ctx if streams == 1 else _pad(n_ctx // streams, 256)
+    full = per_stream * streams
     if arch.model_type not in _ISWA_MODEL_TYPES or not arch.sliding_window:
         return full, 0
     if options.swa_full:
         return full, full
-    return full, _pad(min(full, arch.sliding_window * options.n_parallel + options.n_ubatch), 256)
-
-
-def _kv_layer_bytes(
-    arch: Architecture, options: LlamaCppOptions, cells: int, sliding: bool = False
-) -> int:
-    """K and V of one attention layer; MLA keeps its latent (kv_lora_rank + rope) as K and the
-    latent as V, as llama.cpp's deepseek2 graph caches them (llama-model.cpp). A sliding-window
-    layer's cache is F16 whatever the cache types (llama.cpp PR #21277)."""
-    if arch.attention_kind == "mla":
-        k_width = (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)
-        v_width = arch.kv_lora_rank or 0
-    else:
-        k_width = arch.num_kv_heads * arch.head_dim
-        v_width = arch.num_kv_heads * arch.v_head_dim
-    type_k = "f16" if sliding else options.cache_type_k
-    type_v = "f16" if sliding else options.cache_type_v
-    k = cache_row_bytes(type_k, k_width) * cells
-    v = cache_row_bytes(type_v, v_width) * cells
-    return k + v
+    window = arch.sliding_window * (options.n_parallel if options.kv_unified else 1)
+    return full, _pad(min(per_stream, window + options.n_ubatch), 256) * streams
 
 
 def _gpu_layer_start(arch: Architecture, options: LlamaCppOptions) -> int:
@@ -1015,11 +1109,8 @@ def kv_buffer(
     if layers is None:
         layers = cache_layers(arch)
     full, swa = kv_cells(arch, options)
-    full_bytes = _kv_layer_bytes(arch, options, full)
-    # Without a sliding-window cache (kv_cells gives none) sliding layers get the full one.
-    sliding_bytes = _kv_layer_bytes(arch, options, swa, True) if swa else full_bytes
-    gpu = layers.kv_bytes_from(_first_gpu_block(arch, options), full_bytes, sliding_bytes)
-    return DeviceBytes(gpu=gpu, host=layers.kv_bytes_from(0, full_bytes, sliding_bytes) - gpu)
+    gpu = layers.kv_bytes_from(_first_gpu_block(arch, options), options, full, swa)
+    return DeviceBytes(gpu=gpu, host=layers.kv_bytes_from(0, options, full, swa) - gpu)
 
 
 def recurrent_state_elements(state: RecurrentState) -> int:
@@ -1110,15 +1201,17 @@ def estimate_llama_cpp(
     """All of llama.cpp's load-time buffers for ``arch`` under ``options``: O(1) once the file's
     ``gguf_layout`` is known (remembered per architecture and file type; searches that try many
     contexts or layer counts for one file may pass it in)."""
+    options = options.for_model(arch)
+    file_type = options.file_type(arch)
     if layout is None:
-        layout = gguf_layout(arch, options.gguf_type)
-    elif layout.gguf_type != options.gguf_type:
-        raise ValueError(f"layout of a {layout.gguf_type} file for a {options.gguf_type} estimate")
+        layout = gguf_layout(arch, file_type)
+    elif layout.gguf_type != file_type:
+        raise ValueError(f"layout of a {layout.gguf_type} file for a {file_type} estimate")
     full, swa = kv_cells(arch, options)
     start = _gpu_layer_start(arch, options)
     gpu_layers = 0 if options.n_gpu_layers == 0 else arch.num_layers + 1 - start
     return LlamaCppResult(
-        gguf_type=options.gguf_type,
+        gguf_type=file_type,
         gguf_file_bytes=layout.file_bytes,
         bits_per_weight=round(8 * layout.file_bytes / layout.elements, 3),
         tensor_types=dict(layout.tensor_types),
@@ -1165,12 +1258,13 @@ def gpu_slot_bytes(arch: Architecture, layout: GgufLayout, options: LlamaCppOpti
     output = layout.output_bytes + (layout.token_embd_bytes if arch.tie_word_embeddings else 0)
     slots.append(output)
     full, swa = kv_cells(arch, options)
-    cells = recurrent_cells(options)
+    layers = layout.layers
     for il in range(n_layer):
-        if arch.keeps_kv(il):
-            sliding = bool(swa) and bool(arch.layer_types) and arch.layer_types[il] == "sliding"
-            slots[il] += _kv_layer_bytes(arch, options, swa if sliding else full, sliding)
-        slots[il] += 4 * _layer_state_elements(arch, arch.mixer_kind(il)) * cells
+        # Layer il's own bytes: those from il on, less those from il + 1 on.
+        kv_here = layers.kv_bytes_from(il, options, full, swa)
+        kv_here -= layers.kv_bytes_from(il + 1, options, full, swa)
+        states = layers.state_elements_from(il) - layers.state_elements_from(il + 1)
+        slots[il] += kv_here + 4 * states * recurrent_cells(options)
     return slots[start:]
 
 
@@ -1203,7 +1297,7 @@ def layer_split_gpu_bytes(
     if options.n_gpu_layers == 0:
         return [0] * devices
     if slots is None:
-        layout = layout if layout is not None else gguf_layout(arch, options.gguf_type)
+        layout = layout if layout is not None else gguf_layout(arch, options.file_type(arch))
         slots = gpu_slot_bytes(arch, layout, options)
     compute = compute_buffer(arch, options).gpu
     pipeline = devices > 1 and _gpu_layer_start(arch, options) == 0
@@ -1228,7 +1322,7 @@ def most_gpu_layers_that_fit(
     GPU bytes only grow with ``-ngl``, so a bisection over 0..layers+1 finds it. ``layout``: as
     for ``estimate_llama_cpp``."""
     if layout is None:
-        layout = gguf_layout(arch, options.gguf_type)
+        layout = gguf_layout(arch, options.file_type(arch))
 
     def fits(ngl: int) -> bool:
         trial = options.model_copy(update={"n_gpu_layers": ngl})
@@ -1258,7 +1352,7 @@ def longest_context_full_offload(
     ``layout``: as for ``estimate_llama_cpp``."""
     full = options.model_copy(update={"n_gpu_layers": None})
     if layout is None:
-        layout = gguf_layout(arch, options.gguf_type)
+        layout = gguf_layout(arch, options.file_type(arch))
 
     def fits(n_ctx: int) -> bool:
         trial = full.model_copy(update={"n_ctx": n_ctx})
