@@ -249,7 +249,7 @@ def _errors(status: int, items: list[tuple[str, str]]) -> Status[dict[str, Any]]
 MODEL_TAGS = frozenset({"config", "custom", "preset", "hub"})
 
 
-def _field_path(location: Sequence[int | str]) -> str:
+def field_path(location: Sequence[int | str]) -> str:
     """The dotted path, in the request body, of what a pydantic error is about: the key the
     client sent ("model.params_billion"), not pydantic's route to it ("model.custom.…").
     Clients read these paths back: schemathesis's error feedback took "model.custom" for a
@@ -261,7 +261,7 @@ def _field_path(location: Sequence[int | str]) -> str:
 
 
 def _pydantic_errors(error: PydanticValidationError) -> Status[dict[str, Any]]:
-    return _errors(422, [(_field_path(e["loc"]), str(e["msg"])) for e in error.errors()])
+    return _errors(422, [(field_path(e["loc"]), str(e["msg"])) for e in error.errors()])
 
 
 @api.exception_handler(ValidationError)
@@ -273,7 +273,7 @@ def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespons
         while location and location[0] in {"body", "payload"}:
             location.pop(0)
         message = str(error.get("msg", "invalid"))
-        items.append({"field": _field_path(location), "message": message})
+        items.append({"field": field_path(location), "message": message})
     return api.create_response(request, {"errors": items}, status=422)
 
 
@@ -409,12 +409,12 @@ def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
     except HttpError as error:
         return _errors(error.status_code, [("model", str(error))])
     except ConfigError as error:
-        return _errors(422, [(_config_error_field(payload, error), str(error))])
+        return _errors(422, [(config_error_field(payload, error), str(error))])
     except PydanticValidationError as error:
         return _pydantic_errors(error)
 
 
-def _config_error_field(payload: ApiEstimateRequest, error: ConfigError) -> str:
+def config_error_field(payload: ApiEstimateRequest, error: ConfigError) -> str:
     """Where in the body a ``ConfigError`` points: a request key (``pipeline_parallel``) as it
     is, a key of the posted config under ``model.config``, a custom shape's key under
     ``model``. A preset's or a Hub model's config is the catalogue's: ``model``."""

@@ -19,31 +19,70 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from ninja.errors import HttpError
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from calculator.api.v1 import ApiEstimateRequest, api_card, api_request_resolve
+from calculator.api.v1 import (
+    ApiEstimateRequest,
+    api_card,
+    api_request_resolve,
+    config_error_field,
+    field_path,
+)
 from calculator.catalogue.hub import HubError
 from calculator.estimator import ConfigError
 from calculator.result.calculation import Calculation, Card, own_card
 
 # Far beyond a list of requests with pasted configs; a bound, so `--json /dev/zero` stops.
 MAX_INPUT_CHARS = 64 * 1024 * 1024
-_REQUESTS: TypeAdapter[ApiEstimateRequest | list[ApiEstimateRequest]] = TypeAdapter(
-    ApiEstimateRequest | list[ApiEstimateRequest]
-)
 
 
-def _calculation(payload: ApiEstimateRequest, card: Card | None) -> dict[str, Any]:
-    """One body's answer, as the API gives it (the API's ``estimate_post``, without HTTP)."""
+class RequestErrors(Exception):
+    """A request the API would answer with a 4xx: its ``(field, message)`` pairs."""
+
+    def __init__(self, items: list[tuple[str, str]]) -> None:
+        super().__init__(items)
+        self.items = items
+
+
+def _validation_items(error: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+    """pydantic's errors as the API words them: the body's dotted path and the message."""
+    items = []
+    for entry in error.errors():
+        path = field_path(entry["loc"])
+        items.append((f"{prefix}.{path}" if prefix and path else prefix or path, str(entry["msg"])))
+    return items
+
+
+def _request(body: Any, where: str) -> ApiEstimateRequest:
+    try:
+        return ApiEstimateRequest.model_validate(body)
+    except ValidationError as error:
+        raise RequestErrors(_validation_items(error, where)) from error
+
+
+def _calculation(payload: ApiEstimateRequest, card: Card | None, where: str) -> dict[str, Any]:
+    """One body's answer, as the API gives it (the API's ``estimate_post``, without HTTP);
+    what the API answers with a 4xx raises ``RequestErrors`` with the API's fields."""
+
+    def at(field: str) -> str:
+        return f"{where}.{field}" if where and field else where or field
+
     try:
         card = card if card is not None else api_card(payload.gpu)
+    except HttpError as error:
+        raise RequestErrors([(at("gpu"), str(error))]) from error
+    try:
         request, preset = api_request_resolve(payload, card)
-    except HttpError as error:  # a GPU or a preset nothing matches
-        raise CommandError(str(error), returncode=2) from error
+        calculation = Calculation(request, gpu=card, preset=preset, host_ram_gb=payload.ram_gb)
+        return calculation.payload()
+    except HttpError as error:  # a preset nothing matches
+        raise RequestErrors([(at("model"), str(error))]) from error
     except HubError as error:
-        raise CommandError(error.message, returncode=2) from error
-    calculation = Calculation(request, gpu=card, preset=preset, host_ram_gb=payload.ram_gb)
-    return calculation.payload()
+        raise RequestErrors([(at("model.hub"), error.message)]) from error
+    except ConfigError as error:
+        raise RequestErrors([(at(config_error_field(payload, error)), str(error))]) from error
+    except ValidationError as error:
+        raise RequestErrors(_validation_items(error, where)) from error
 
 
 class Command(BaseCommand):
@@ -88,17 +127,25 @@ class Command(BaseCommand):
             except HttpError as error:
                 raise CommandError(f"No GPU with slug {options['gpu']!r}.", returncode=2) from error
         try:
-            parsed = _REQUESTS.validate_json(text)
-            requests = parsed if isinstance(parsed, list) else [parsed]
-            results = [_calculation(request, card) for request in requests]
-        except ValidationError as error:
-            self.stderr.write(error.json(indent=2, include_url=False))
+            document = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as error:
+            raise CommandError(f"{path} is not JSON: {error}", returncode=2) from error
+        many = isinstance(document, list)
+        bodies = document if isinstance(document, list) else [document]
+        try:
+            results = [
+                _calculation(
+                    _request(body, f"[{i}]" if many else ""), card, f"[{i}]" if many else ""
+                )
+                for i, body in enumerate(bodies)
+            ]
+        except RequestErrors as error:
+            for field, message in error.items:
+                self.stderr.write(f"{field}: {message}" if field else message)
             raise CommandError("Invalid request; see the errors above.", returncode=2) from error
-        except ConfigError as error:
-            raise CommandError(f"Invalid model config: {error}", returncode=2) from error
         except (ValueError, ArithmeticError, RecursionError) as error:
             # Input the validators above let through but no estimate can be made of: still the
             # input's fault, reported as such rather than as a traceback.
             raise CommandError(f"Cannot estimate this request: {error}", returncode=2) from error
-        output = results if isinstance(parsed, list) else results[0]
+        output = results if many else results[0]
         self.stdout.write(json.dumps(output, indent=2))
