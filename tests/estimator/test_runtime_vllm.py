@@ -82,6 +82,19 @@ def test_kv_bytes_per_token_by_hand():
     assert kv_bytes_per_token(lite, VllmOptions(gpu_memory_bytes=H100)) == 27 * (512 + 64) * 2
 
 
+def test_sparse_attention_caches_fp8_latents_and_indexer_keys():
+    # DeepSeek-V3.2 (presets/models/deepseek.json: 61 layers, kv_lora_rank 512, rope 64,
+    # index_head_dim 128, an indexer in every layer). An FP8 cache is FlashMLA's 656-byte
+    # "fp8_ds_mla" layout; the indexer keeps 128 FP8 keys + one FP32 scale = 132 bytes per layer:
+    # 61 x (656 + 132) = 48,068 bytes a token, the figure a published SGLang start-up log of
+    # DeepSeek-V3.2 FP8 divides out (../shared/research/engines-2026.md section 3.4).
+    v32 = architecture("deepseek-v3.2")
+    fp8 = VllmOptions(gpu_memory_bytes=H100, kv_cache_dtype="fp8")
+    assert kv_bytes_per_token(v32, fp8) == 61 * (656 + 132) == 48_068
+    # In BF16 the latent is 576 x 2 bytes; the indexer keys stay FP8.
+    assert kv_bytes_per_token(v32, VllmOptions(gpu_memory_bytes=H100)) == 61 * (1152 + 132)
+
+
 def test_budget_and_blocks_by_hand():
     arch = architecture("llama-3-8b")
     options = VllmOptions(gpu_memory_bytes=H100, max_model_len=8192)

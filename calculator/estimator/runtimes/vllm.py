@@ -263,16 +263,42 @@ def activation_peak_bytes(arch: Architecture, tokens: int, seqs: int, tp: int) -
     return int(max(forward, sampler))
 
 
+# FlashMLA's sparse kernels store an FP8 latent as "fp8_ds_mla": 512 FP8 values, 4 FP32 scales and
+# the 64 rope values in BF16, 656 bytes a token (vllm/v1/attention/backends/mla/flashmla_sparse.py
+# get_kv_cache_shape; FlashMLA README).
+FP8_DS_MLA_BYTES = 656
+# The lightning indexer's key cache: FP8 keys plus one FP32 scale per 128 of them, as uint8
+# (vllm/model_executor/models/deepseek_v2.py DeepseekV32IndexerCache; SGLang's NSATokenToKVPool
+# stores the same ``index_head_dim + index_head_dim // 128 · 4`` bytes).
+INDEXER_QUANT_BLOCK = 128
+
+
+def indexer_bytes_per_token(arch: Architecture) -> int:
+    """The indexer keys of one token over the layers that run an indexer (DeepSeek Sparse
+    Attention: DeepSeek-V3.2, GLM-5)."""
+    dim = arch.indexer_head_dim or 0
+    return len(arch.indexer_layers) * (dim + dim // INDEXER_QUANT_BLOCK * 4)
+
+
 def kv_bytes_per_token(arch: Architecture, options: VllmOptions) -> int:
-    """One token of KV over all layers on one GPU: K and V of ``kv_heads / tp`` heads (at least one),
-    or for MLA the latent ``kv_lora_rank + qk_rope_head_dim`` (one tensor, as FlashMLA caches it)."""
+    """One token of KV over all layers on one GPU: K and V of ``kv_heads / tp`` heads (at least one)
+    per layer, in each layer's own shapes; for MLA the latent ``kv_lora_rank + qk_rope_head_dim``
+    (one tensor, as FlashMLA caches it, not split by TP), 656 bytes under the sparse kernels'
+    FP8 layout; plus the indexer keys of a sparse-attention model."""
     dtype = 2 if options.kv_cache_dtype == "auto" else 1
     if arch.attention_kind == "mla":
-        per_layer = ((arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)) * dtype
-    else:
-        heads = max(1, arch.num_kv_heads // options.tensor_parallel)
-        per_layer = heads * (arch.head_dim + arch.v_head_dim) * dtype
-    return per_layer * arch.num_layers
+        if arch.indexer_layers and dtype == 1:
+            per_layer = FP8_DS_MLA_BYTES
+        else:
+            per_layer = ((arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)) * dtype
+        return per_layer * arch.num_layers + indexer_bytes_per_token(arch)
+    if arch.kv_layer_shapes:
+        total = 0
+        for heads, k_dim, v_dim in arch.kv_layer_shapes:
+            total += max(1, heads // options.tensor_parallel) * (k_dim + v_dim) * dtype
+        return total
+    heads = max(1, arch.num_kv_heads // options.tensor_parallel)
+    return heads * (arch.head_dim + arch.v_head_dim) * dtype * arch.num_layers
 
 
 def _groups(arch: Architecture) -> tuple[int, int, int]:
