@@ -503,6 +503,14 @@ class PermalinkQuery(Schema):
     ctk: str | None = Field(default=None, description="llama.cpp: K cache type (-ctk).")
     ctv: str | None = Field(default=None, description="llama.cpp: V cache type (-ctv).")
     fa: str | None = Field(default=None, description="llama.cpp: flash attention, on or off.")
+    swa: str | None = Field(default=None, description="llama.cpp: --swa-full, on or off.")
+    kvu: str | None = Field(
+        default=None, description="llama.cpp: unified KV cache (-kvu), on or off."
+    )
+    ncmoe: str | None = Field(
+        default=None, description="llama.cpp: --n-cpu-moe, layers whose experts stay in RAM."
+    )
+    cmoe: str | None = Field(default=None, description="llama.cpp: --cpu-moe, on or off.")
     ngl: str | None = Field(default=None, description="llama.cpp: GPU layers (-ngl); empty: all.")
     ubatch: str | None = Field(default=None, description="llama.cpp: micro-batch (-ub).")
     nbatch: str | None = Field(default=None, description="llama.cpp: logical batch (-b).")

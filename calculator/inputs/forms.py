@@ -146,6 +146,8 @@ def _llama_cpp_query(options: LlamaCppOptions) -> dict[str, str]:
         "batch": str(options.n_parallel),
         "seq": str(max(options.n_ctx // options.n_parallel, 1)),
         "fa": "on" if options.flash_attention else "off",
+        "swa": "on" if options.swa_full else "off",
+        "kvu": "on" if options.kv_unified else "off",
         "nbatch": str(options.n_batch),
         "ubatch": str(options.n_ubatch),
         "ctk": options.cache_type_k,
@@ -199,6 +201,9 @@ DEFAULTS: dict[str, Any] = {
     "ctk": LLAMA_SERVER.cache_type_k,
     "ctv": LLAMA_SERVER.cache_type_v,
     "fa": "on" if LLAMA_SERVER.flash_attention else "off",
+    "swa": "on" if LLAMA_SERVER.swa_full else "off",
+    "kvu": "on" if LLAMA_SERVER.kv_unified else "off",
+    "cmoe": "on" if LLAMA_SERVER.cpu_moe else "off",
     "ubatch": LLAMA_SERVER.n_ubatch,
     "nbatch": LLAMA_SERVER.n_batch,
     "util": 0.9,
@@ -209,7 +214,7 @@ PERMALINK_KEYS = (
     "source", "model", "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter",
     "vocab", "experts", "active_experts", "mode", "precision", "mixed", "kv", "optimizer",
     "batch", "seq", "ckpt", "attn", "lora_rank", "lora_targets", "gpus", "zero", "tp", "gpu",
-    "vram", "cfg", "images", "runtime", "gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch",
+    "vram", "cfg", "images", "runtime", "gguf", "ctk", "ctv", "fa", "swa", "kvu", "ncmoe", "cmoe", "ngl", "ubatch", "nbatch",
     "util", "max_seqs", "batched", "quant", "vkv", "eager", "block", "prompt", "train_b",
     "price", "ram_bw", "stack", "opt_impl", "loss", "act_ckpt", "act_offload", "opt_offload",
     "param_offload", "seq_par", "pp", "cp", "micro", "ram",
@@ -217,7 +222,7 @@ PERMALINK_KEYS = (
 # The training stack's switches (empty: the stack's default).
 STACK_FIELDS = ("opt_impl", "loss", "act_ckpt", "act_offload", "opt_offload", "param_offload", "seq_par", "pp", "cp", "micro")  # fmt: skip
 # Fields that only one runtime reads (the page shows them when that runtime is chosen).
-LLAMA_CPP_FIELDS = ("gguf", "ctk", "ctv", "fa", "ngl", "ubatch", "nbatch")
+LLAMA_CPP_FIELDS = ("gguf", "ctk", "ctv", "fa", "swa", "kvu", "ncmoe", "cmoe", "ngl", "ubatch", "nbatch")  # fmt: skip
 VLLM_FIELDS = ("util", "max_seqs", "batched", "quant", "vkv", "eager", "block")
 
 
@@ -402,6 +407,18 @@ class CalculatorForm(forms.Form):
     ctk = forms.ChoiceField(label=_("K cache type"), choices=CACHE_TYPE_CHOICES, required=False)
     ctv = forms.ChoiceField(label=_("V cache type"), choices=CACHE_TYPE_CHOICES, required=False)
     fa = forms.ChoiceField(label=_("Flash attention"), choices=ON_OFF_CHOICES, required=False)
+    swa = forms.ChoiceField(
+        label=_("Full-size sliding-window cache (--swa-full)"),
+        choices=ON_OFF_CHOICES,
+        required=False,
+    )
+    kvu = forms.ChoiceField(
+        label=_("Unified KV cache (-kvu)"), choices=ON_OFF_CHOICES, required=False
+    )
+    ncmoe = _int(_("Layers with experts in RAM (--n-cpu-moe)"), 0, 100_000, required=False)
+    cmoe = forms.ChoiceField(
+        label=_("All experts in RAM (--cpu-moe)"), choices=ON_OFF_CHOICES, required=False
+    )
     ngl = _int(_("GPU layers (-ngl)"), 0, 10_000, required=False)
     ubatch = _int(_("Micro-batch (-ub)"), 1, 1_000_000, required=False)
     nbatch = _int(_("Logical batch (-b)"), 1, 1_000_000, required=False)
@@ -508,6 +525,18 @@ class CalculatorForm(forms.Form):
         "ctv": _("-ctv: the type of the V cache; a quantized V cache needs flash attention."),
         "fa": _(
             "-fa: flash attention avoids the attention-score buffer, whose size grows with the context."
+        ),
+        "swa": _(
+            "--swa-full: give sliding-window layers a cache as long as the context instead of their window, as some prompt-cache reuse needs; off by default."
+        ),
+        "kvu": _(
+            "-kvu: one KV cache shared by all slots instead of one per slot. llama-server turns it on by itself only when -np is left at auto; it changes how big the sliding-window cache is."
+        ),
+        "ncmoe": _(
+            "--n-cpu-moe: keep the routed experts of the first N layers in system RAM and the rest of those layers on the GPU. The way to run a large mixture-of-experts model on a small card; decoding then reads those experts at RAM speed."
+        ),
+        "cmoe": _(
+            "--cpu-moe: keep every routed expert in system RAM; attention, shared experts and the KV cache stay on the GPU."
         ),
         "ngl": _(
             "-ngl: how many layers go to the GPU (the output layer counts as one); empty means all. The rest stays in system RAM and runs on the CPU."
@@ -749,6 +778,10 @@ class CalculatorForm(forms.Form):
             "n_ubatch": c.get("ubatch") or DEFAULTS["ubatch"],
             "n_batch": c.get("nbatch") or DEFAULTS["nbatch"],
             "flash_attention": (c.get("fa") or DEFAULTS["fa"]) == "on",
+            "swa_full": (c.get("swa") or DEFAULTS["swa"]) == "on",
+            "kv_unified": (c.get("kvu") or DEFAULTS["kvu"]) == "on",
+            "n_cpu_moe": c.get("ncmoe") or 0,
+            "cpu_moe": (c.get("cmoe") or DEFAULTS["cmoe"]) == "on",
             "cache_type_k": c.get("ctk") or DEFAULTS["ctk"],
             "cache_type_v": c.get("ctv") or DEFAULTS["ctv"],
             "n_gpu_layers": c.get("ngl"),

@@ -137,7 +137,8 @@ def test_the_cli_prints_the_error_and_exits_2(tmp_path, llama31_8b, raw):
     # The review: a traceback and exit status 1 (README: errors, exit 2).
     path = tmp_path / "request.json"
     path.write_text('{"model": {"config": ' + with_field(llama31_8b, "hidden_size", raw) + "}}")
+    err = io.StringIO()
     with pytest.raises(CommandError) as raised:
-        call_command("estimate", "--json", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+        call_command("estimate", "--json", str(path), stdout=io.StringIO(), stderr=err)
     assert raised.value.returncode == 2
-    assert "hidden_size" in str(raised.value)
+    assert err.getvalue().startswith("model.config.hidden_size: ")

@@ -358,10 +358,12 @@ def test_cli_hub_failure_exits_2(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
     path = Path(tmp_path) / "request.json"
     path.write_text(json.dumps([{"model": {"hub": "standin/anything"}}]))
+    err = io.StringIO()
     with pytest.raises(CommandError) as error:
-        call_command("estimate", "--json", str(path), stdout=io.StringIO())
+        call_command("estimate", "--json", str(path), stdout=io.StringIO(), stderr=err)
     assert error.value.returncode == 2
-    assert "could not be reached" in str(error.value)
+    assert err.getvalue().startswith("[0].model.hub: ")
+    assert "could not be reached" in err.getvalue()
 
 
 # --- admin -----------------------------------------------------------------------------------

@@ -321,3 +321,34 @@ def test_the_longest_max_model_len_past_the_trained_window_has_its_caveat(client
     # Inside the window (a 24 GB card holds fewer tokens) there is nothing to warn about.
     small = text(client.get("/?model=Llama+3.1+8B&runtime=vllm&seq=8192&gpu=rtx-3090-24gb"))
     assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" not in small
+
+
+# Gemma 2 9B (google/gemma-2-9b config.json via presets/models/gemma.json: 42 layers, every other
+# one sliding with a 4,096-token window, 8 KV heads of 256): 4 slots of 8,192 tokens.
+GEMMA2_SLOTS = "/?model=gemma-2-9b&runtime=llama_cpp&seq=8192&batch=4&gpu=h100-sxm-80gb"
+
+
+@pytest.mark.parametrize(
+    ("extra", "swa_cells", "flags"),
+    [
+        # -np 4: a stream per slot of pad(32768 / 4, 256) = 8192 cells, whose sliding cache holds
+        # pad(min(8192, 4096 + 512), 256) = 4608: 18,432 in all (llama-kv-cache-iswa.cpp).
+        ("", 4 * 4608, []),
+        # -kvu: one stream; its sliding cache holds pad(min(32768, 4 x 4096 + 512), 256) = 16,896.
+        ("&kvu=on", 16896, ["-kvu"]),
+        # --swa-full: the sliding layers get the whole context.
+        ("&swa=on", 32768, ["--swa-full"]),
+    ],
+)
+def test_the_page_takes_swa_full_and_the_unified_cache(client, extra, swa_cells, flags):
+    response = client.get(GEMMA2_SLOTS + extra)
+    assert response.status_code == 200
+    loaded = response.context["result"].llama_cpp
+    assert (loaded.kv_cells_full, loaded.kv_cells_swa) == (32768, swa_cells)
+    per_cell = 2 * 8 * 256 * 2  # K + V of one layer, f16
+    assert loaded.kv_buffer.total == 21 * per_cell * 32768 + 21 * per_cell * swa_cells
+    page = response.content.decode()
+    for flag in flags:
+        assert f" {flag}" in page
+    api = client.get("/api/v1/estimate" + (GEMMA2_SLOTS + extra)[1:]).json()
+    assert api["llama_cpp"]["kv_cells_swa"] == swa_cells

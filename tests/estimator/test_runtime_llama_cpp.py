@@ -286,3 +286,30 @@ def test_buffers_within_five_percent_median(group):
 def test_outliers_are_explained():
     outliers = [row for row in ROWS if abs(row["error"]) > 0.10]
     assert all(row["note"] for row in outliers), [row["id"] for row in outliers]
+
+
+def test_experts_in_ram_move_from_the_gpu_model_buffer_to_the_host():
+    # gpt-oss-20b (presets/models/gpt_oss.json, its config.json: hidden 2880, expert width 2880,
+    # 32 experts, 24 layers), MXFP4 experts: a block of 32 values is 17 bytes (ggml-common.h
+    # block_mxfp4: one E8M0 scale byte + 16 bytes of 4-bit values). Per layer ffn_gate_exps,
+    # ffn_up_exps and ffn_down_exps of 2880 x 2880 x 32 values each.
+    arch = architecture("gpt-oss-20b")
+    per_layer = 3 * 2880 * 2880 * 32 // 32 * 17
+    base = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=4096, n_parallel=1))
+    some = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=4096, n_parallel=1, n_cpu_moe=14))
+    every = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=4096, n_parallel=1, cpu_moe=True))
+    assert base.model_buffer.gpu - some.model_buffer.gpu == 14 * per_layer
+    assert some.model_buffer.host - base.model_buffer.host == 14 * per_layer
+    assert base.model_buffer.gpu - every.model_buffer.gpu == 24 * per_layer
+    # The KV cache stays on the GPU: only weights move.
+    assert every.kv_buffer == base.kv_buffer
+    # A dense model has no experts to move.
+    dense = estimate_llama_cpp(llama3_8b(), LlamaCppOptions(cpu_moe=True))
+    assert dense.model_buffer == estimate_llama_cpp(llama3_8b(), LlamaCppOptions()).model_buffer
+
+
+def test_the_expert_flags_are_written_into_the_command():
+    from calculator.estimator.runtimes.commands import llama_server_command
+
+    assert "--n-cpu-moe 14" in llama_server_command("x/y-GGUF", LlamaCppOptions(n_cpu_moe=14))
+    assert "--cpu-moe" in llama_server_command("x/y-GGUF", LlamaCppOptions(cpu_moe=True))

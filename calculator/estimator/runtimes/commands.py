@@ -93,6 +93,10 @@ def llama_server_command(model_ref: str, options: LlamaCppOptions) -> str:
     words += ["-ngl", "all" if options.n_gpu_layers is None else str(options.n_gpu_layers)]
     if options.swa_full:
         words.append("--swa-full")
+    if options.cpu_moe:
+        words.append("--cpu-moe")
+    elif options.n_cpu_moe:
+        words += ["--n-cpu-moe", str(options.n_cpu_moe)]
     return _join(words)
 
 

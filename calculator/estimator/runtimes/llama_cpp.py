@@ -213,11 +213,26 @@ class LlamaCppOptions(_Frozen):
     cache_type_v: CacheType = "f16"
     n_gpu_layers: int | None = Field(default=None, ge=0, description="-ngl; None = all")
     swa_full: bool = Field(default=False, description="--swa-full: full-size sliding caches")
+    n_cpu_moe: int = Field(
+        default=0,
+        ge=0,
+        le=100_000,
+        description="--n-cpu-moe: the routed experts of the first N layers stay in system RAM",
+    )
+    cpu_moe: bool = Field(default=False, description="--cpu-moe: every routed expert in RAM")
     kv_unified: bool = Field(
         default=False,
         description="-kvu: one KV stream for all slots (llama-server turns it on itself only "
         "when -np is left at auto)",
     )
+
+    def cpu_expert_layers(self, arch: Architecture) -> int:
+        """How many leading layers keep their routed experts on the host: all with --cpu-moe,
+        the first N with --n-cpu-moe N (common/arg.cpp: one ``blk\\.<i>\\.ffn_(up|down|gate|
+        gate_up)_(ch|)exps`` → CPU override per layer i < N)."""
+        if not arch.is_moe:
+            return 0
+        return arch.num_layers if self.cpu_moe else min(self.n_cpu_moe, arch.num_layers)
 
     def file_type(self, arch: Architecture) -> str:
         """The GGUF file type: the one asked for, else the model's usual one."""
@@ -975,11 +990,19 @@ class GgufLayout:
     output_bytes: int  # output_norm and the output head
     blocks: _LayerClasses[_BlockClass]
     block_bytes: tuple[int, ...]  # one block of each class
+    expert_bytes: tuple[int, ...]  # its routed-expert tensors (``ffn_*_exps``)
     layers: CacheLayers
 
     def layer_bytes_from(self, il: int) -> int:
         """Bytes of the blocks ``il..n-1``."""
         return self.blocks.weighted_from(il, self.block_bytes)
+
+    def expert_bytes_between(self, start: int, stop: int) -> int:
+        """Bytes of the routed-expert tensors of blocks ``start..stop-1``."""
+        if stop <= start:
+            return 0
+        weights = self.expert_bytes
+        return self.blocks.weighted_from(start, weights) - self.blocks.weighted_from(stop, weights)
 
 
 def _bytes_of(shapes: tuple[_Shape, ...], types: tuple[str, ...]) -> int:
@@ -1018,6 +1041,14 @@ def _gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
         _bytes_of(shapes[moe], kinds)
         for (moe, _layer), kinds in zip(types.blocks.members, types.block_types, strict=True)
     )
+    expert_bytes = tuple(
+        sum(
+            _nbytes(s.ne0, s.rows, kind)
+            for s, kind in zip(shapes[moe], kinds, strict=True)
+            if s.expert
+        )
+        for (moe, _layer), kinds in zip(types.blocks.members, types.block_types, strict=True)
+    )
     block_elements = (sum(s.elements for s in shapes[moe]) for moe, _ in types.blocks.members)
     elements = sum(s.elements for s in embeddings + outputs)
     elements += types.blocks.weighted_from(0, block_elements)
@@ -1031,6 +1062,7 @@ def _gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
         output_bytes=output,
         blocks=types.blocks,
         block_bytes=block_bytes,
+        expert_bytes=expert_bytes,
         layers=cache_layers(arch),
     )
 
@@ -1083,11 +1115,16 @@ def _first_gpu_block(arch: Architecture, options: LlamaCppOptions) -> int:
 
 def model_buffer(arch: Architecture, layout: GgufLayout, options: LlamaCppOptions) -> DeviceBytes:
     """Weights by device: token embeddings always on the host (read with ``get_rows``); layers from
-    ``_gpu_layer_start`` on, the final norm and the output head on the GPU. A tied output head is a
-    duplicate of the embedding table loaded beside the GPU layers."""
+    ``_gpu_layer_start`` on, the final norm and the output head on the GPU, except the routed
+    experts that ``--n-cpu-moe``/``--cpu-moe`` keep in RAM (their override puts them in the CPU
+    buffer list, ``CPU_Mapped`` with mmap: llama-model.cpp ``make_cpu_buft_list``). A tied output
+    head is a duplicate of the embedding table loaded beside the GPU layers."""
     start = _gpu_layer_start(arch, options)
     output_on_gpu = arch.num_layers >= start and options.n_gpu_layers != 0
-    blocks_gpu = layout.layer_bytes_from(_first_gpu_block(arch, options))
+    first_gpu = _first_gpu_block(arch, options)
+    blocks_gpu = layout.layer_bytes_from(first_gpu)
+    # Experts a tensor override keeps in RAM leave the GPU layers' share (CPU_Mapped with mmap).
+    blocks_gpu -= layout.expert_bytes_between(first_gpu, options.cpu_expert_layers(arch))
     blocks_host = layout.layer_bytes_from(0) - blocks_gpu
     gpu, host = blocks_gpu, layout.host_only_bytes + blocks_host
     if output_on_gpu:
@@ -1186,6 +1223,10 @@ def compute_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
     output = 4 * n_ub * (arch.vocab_size + h)
     device = max(attention, feed_forward, output)
     host = 4 * n_ub * h + mask_bytes
+    if options.cpu_expert_layers(arch):
+        # The routed experts left in RAM run in the CPU part of the graph: their gate and up
+        # outputs for the micro-batch, f32.
+        host += 4 * n_ub * 2 * arch.experts_per_token * arch.moe_intermediate_size
     if options.n_gpu_layers == 0:
         # CPU only: one CPU compute buffer holds the graph and its inputs.
         return DeviceBytes(gpu=0, host=device)
@@ -1255,6 +1296,8 @@ def gpu_slot_bytes(arch: Architecture, layout: GgufLayout, options: LlamaCppOpti
     start = _gpu_layer_start(arch, options)
     n_layer = arch.num_layers
     slots = [layout.layer_bytes_from(il) - layout.layer_bytes_from(il + 1) for il in range(n_layer)]
+    for il in range(options.cpu_expert_layers(arch)):
+        slots[il] -= layout.expert_bytes_between(il, il + 1)
     output = layout.output_bytes + (layout.token_embd_bytes if arch.tie_word_embeddings else 0)
     slots.append(output)
     full, swa = kv_cells(arch, options)
@@ -1300,7 +1343,9 @@ def layer_split_gpu_bytes(
         layout = layout if layout is not None else gguf_layout(arch, options.file_type(arch))
         slots = gpu_slot_bytes(arch, layout, options)
     compute = compute_buffer(arch, options).gpu
-    pipeline = devices > 1 and _gpu_layer_start(arch, options) == 0
+    # Any tensor override (the expert flags are overrides) turns pipeline parallelism off.
+    overrides = options.cpu_expert_layers(arch) > 0
+    pipeline = devices > 1 and _gpu_layer_start(arch, options) == 0 and not overrides
     inputs = (GGML_SCHED_MAX_COPIES - 1) * pipeline_input_bytes(arch, options) if pipeline else 0
     totals, first = [], 0
     for count in layer_split(len(slots), devices):
