@@ -33,11 +33,14 @@ from calculator.estimator.runtimes import (
     concurrency_at,
     estimate_llama_cpp,
     estimate_vllm,
+    fewest_cpu_moe_layers_that_fit,
     longest_context_full_offload,
     longest_max_model_len,
     most_gpu_layers_that_fit,
 )
 from calculator.estimator.runtimes.llama_cpp import (
+    GgufLayout,
+    LlamaCppOptions,
     LlamaCppResult,
     gpu_slot_bytes,
     layer_split_gpu_bytes,
@@ -654,10 +657,34 @@ class Calculation:
                 "seq": longest // options.n_parallel if longest else 0,
                 "host_bytes": self.result.host_bytes,
                 "ram_short": ram_short,
+                "experts_in_ram": self._experts_in_ram(options, room, layout),
             }
         if self.catalogue is not None:
             context["fits"] = presenters.gpu_fits(self.catalogue.gpus, self._layer_split_totals())
         return context
+
+    def _experts_in_ram(
+        self, options: LlamaCppOptions, room: int, layout: GgufLayout
+    ) -> dict[str, Any] | None:
+        """The fewest layers whose routed experts must stay in RAM (--n-cpu-moe) for every
+        other tensor to fit on the GPU, and the RAM that then holds: the answer to "a large
+        MoE on a small card" (a partial -ngl leaves far more on the CPU). None for a dense
+        model, or when even every expert in RAM leaves too much on the GPU."""
+        layers = fewest_cpu_moe_layers_that_fit(self.arch, options, room, layout=layout)
+        if layers is None:
+            return None
+        trial = options.model_copy(
+            update={"n_gpu_layers": None, "cpu_moe": False, "n_cpu_moe": layers}
+        )
+        need = estimate_llama_cpp(self.arch, trial, layout=layout).host_bytes
+        have = host_ram_bytes(self.host_ram_gb) if self.host_ram_gb else None
+        return {
+            "layers": layers,
+            "of": self.arch.num_layers,
+            "ram_bytes": need,
+            "ram_short": have is not None and need > have,
+            "have_bytes": have,
+        }
 
     def _full_offload(self) -> EstimateResult:
         if self.request.llama_cpp is None or self.request.llama_cpp.n_gpu_layers is None:

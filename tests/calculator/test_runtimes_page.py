@@ -352,3 +352,18 @@ def test_the_page_takes_swa_full_and_the_unified_cache(client, extra, swa_cells,
         assert f" {flag}" in page
     api = client.get("/api/v1/estimate" + (GEMMA2_SLOTS + extra)[1:]).json()
     assert api["llama_cpp"]["kv_cells_swa"] == swa_cells
+
+
+def test_a_moe_too_big_for_the_card_is_offered_experts_in_ram(client):
+    # gpt-oss-120b (MXFP4, 63 GB) on a 24 GB RTX 3090: the lever's link keeps every layer on
+    # the GPU with the experts of the first N layers in RAM, and that setup fits the card.
+    response = client.get("/?model=gpt-oss-120b&runtime=llama_cpp&gpu=rtx-3090-24gb&ram=64")
+    moe = response.context["llama_levers"]["experts_in_ram"]
+    assert 0 < moe["layers"] < moe["of"] == 36
+    assert not moe["ram_short"]
+    assert f"ncmoe={moe['layers']}" in response.content.decode()
+    followed = client.get(
+        f"/?model=gpt-oss-120b&runtime=llama_cpp&gpu=rtx-3090-24gb&ram=64&ncmoe={moe['layers']}"
+    )
+    assert followed.context["verdict"].fits
+    assert "--n-cpu-moe" in followed.content.decode()

@@ -313,3 +313,23 @@ def test_the_expert_flags_are_written_into_the_command():
 
     assert "--n-cpu-moe 14" in llama_server_command("x/y-GGUF", LlamaCppOptions(n_cpu_moe=14))
     assert "--cpu-moe" in llama_server_command("x/y-GGUF", LlamaCppOptions(cpu_moe=True))
+
+
+def test_fewest_expert_layers_in_ram_is_the_smallest_that_fits():
+    from calculator.estimator.runtimes.llama_cpp import fewest_cpu_moe_layers_that_fit
+
+    arch = architecture("gpt-oss-120b")
+    options = LlamaCppOptions(n_ctx=8192, n_parallel=1)
+    card = 22 * GIB
+    n = fewest_cpu_moe_layers_that_fit(arch, options, card)
+    assert n is not None and 0 < n < arch.num_layers
+
+    def gpu(layers: int) -> int:
+        return estimate_llama_cpp(arch, options.model_copy(update={"n_cpu_moe": layers})).gpu_bytes
+
+    assert gpu(n) <= card < gpu(n - 1)
+    # Nothing to move when the whole model fits; a dense model has no experts to move.
+    assert fewest_cpu_moe_layers_that_fit(arch, options, 200 * GIB) == 0
+    assert fewest_cpu_moe_layers_that_fit(llama3_8b(), options, card) is None
+    # Attention, KV and the output head alone exceed 1 GiB: no --n-cpu-moe fits.
+    assert fewest_cpu_moe_layers_that_fit(arch, options, 1 * GIB) is None

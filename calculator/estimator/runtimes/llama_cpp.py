@@ -1385,6 +1385,39 @@ def most_gpu_layers_that_fit(
     return low
 
 
+def fewest_cpu_moe_layers_that_fit(
+    arch: Architecture,
+    options: LlamaCppOptions,
+    gpu_memory_bytes: int,
+    *,
+    layout: GgufLayout | None = None,
+) -> int | None:
+    """The smallest ``--n-cpu-moe N`` with every layer offloaded whose GPU buffers fit in
+    ``gpu_memory_bytes``: 0 when nothing needs to move, None for a model without routed experts
+    or when even every expert in RAM leaves too much on the GPU. GPU bytes fall as N grows, so
+    a bisection over 0..n_layer finds it. ``layout``: as for ``estimate_llama_cpp``."""
+    if not arch.is_moe:
+        return None
+    if layout is None:
+        layout = gguf_layout(arch, options.file_type(arch))
+    offloaded = options.model_copy(update={"n_gpu_layers": None, "cpu_moe": False})
+
+    def fits(n: int) -> bool:
+        trial = offloaded.model_copy(update={"n_cpu_moe": n})
+        return estimate_llama_cpp(arch, trial, layout=layout).gpu_bytes <= gpu_memory_bytes
+
+    if not fits(arch.num_layers):
+        return None
+    low, high = 0, arch.num_layers
+    while low < high:
+        mid = (low + high) // 2
+        if fits(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
 def longest_context_full_offload(
     arch: Architecture,
     options: LlamaCppOptions,
