@@ -322,7 +322,8 @@ def test_fewest_expert_layers_in_ram_is_the_smallest_that_fits():
     options = LlamaCppOptions(n_ctx=8192, n_parallel=1)
     card = 22 * GIB
     n = fewest_cpu_moe_layers_that_fit(arch, options, card)
-    assert n is not None and 0 < n < arch.num_layers
+    assert n is not None
+    assert 0 < n < arch.num_layers
 
     def gpu(layers: int) -> int:
         return estimate_llama_cpp(arch, options.model_copy(update={"n_cpu_moe": layers})).gpu_bytes
