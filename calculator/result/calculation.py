@@ -660,8 +660,45 @@ class Calculation:
                 "experts_in_ram": self._experts_in_ram(options, room, layout),
             }
         if self.catalogue is not None:
-            context["fits"] = presenters.gpu_fits(self.catalogue.gpus, self._layer_split_totals())
+            fits = presenters.gpu_fits(self.catalogue.gpus, self._layer_split_totals())
+            context["fits"] = self._with_experts_in_ram(fits)
         return context
+
+    def _with_experts_in_ram(self, fits: list[presenters.GpuGroup]) -> list[presenters.GpuGroup]:
+        """The GPU list plus, for a MoE model, the cards that one of them holds with the routed
+        experts of some layers in RAM (every other tensor on the GPU), right after the cards
+        that hold it whole; with the machine's RAM given, only where that RAM holds the rest."""
+        if not self.arch.is_moe:
+            return fits
+        options = llama_cpp_options(self.request).model_copy(
+            update={"n_gpu_layers": None, "cpu_moe": False}
+        )
+        layout = llama_cpp_layout(self.request)
+        context_bytes = self.result.breakdown.cuda_context
+        # GPU and host bytes for each --n-cpu-moe: the GPU's fall and the host's grow with it.
+        trials = [
+            estimate_llama_cpp(
+                self.arch, options.model_copy(update={"n_cpu_moe": n}), layout=layout
+            )
+            for n in range(self.arch.num_layers + 1)
+        ]
+        have = host_ram_bytes(self.host_ram_gb) if self.host_ram_gb else None
+        whole = {gpu.slug for group in fits if group.count == 1 for gpu in group.gpus}
+        offloaded = []
+        for group in fits:
+            for gpu in group.gpus:
+                if gpu.slug in whole or not group.runs:
+                    continue
+                room = gpu.usable_bytes - context_bytes
+                first = next((t for t in trials if t.gpu_bytes <= room), None)
+                if first is not None and (have is None or first.host_bytes <= have):
+                    offloaded.append(gpu)
+        if not offloaded:
+            return fits
+        place = next((i + 1 for i, group in enumerate(fits) if group.count == 1), 0)
+        by_size = sorted(offloaded, key=lambda gpu: float(gpu.memory_gb))
+        extra = presenters.GpuGroup(1, None, by_size, experts_in_ram=True)
+        return [*fits[:place], extra, *fits[place:]]
 
     def _experts_in_ram(
         self, options: LlamaCppOptions, room: int, layout: GgufLayout

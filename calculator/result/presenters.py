@@ -528,6 +528,7 @@ class GpuGroup:
     per_gpu_bytes: int | None
     gpus: list[GpuSpec]
     runs: bool = True  # False: the runtime cannot use these cards at all
+    experts_in_ram: bool = False  # one card with some routed experts in RAM (--n-cpu-moe)
 
 
 def gpu_fits(

@@ -367,3 +367,26 @@ def test_a_moe_too_big_for_the_card_is_offered_experts_in_ram(client):
     )
     assert followed.context["verdict"].fits
     assert "--n-cpu-moe" in followed.content.decode()
+
+
+def test_the_gpu_list_names_the_cards_that_hold_a_moe_with_experts_in_ram(client):
+    # gpt-oss-120b (63 GB in MXFP4) needs an 80 GB card whole; a 12 GB RTX 3060 holds it with
+    # the experts of enough layers in RAM when the machine has 64 GB, and not with 16 GB.
+    roomy = client.get("/?model=gpt-oss-120b&runtime=llama_cpp&gpu=rtx-3090-24gb&ram=64")
+    groups = roomy.context["fits"]
+    whole = next(group for group in groups if group.count == 1 and not group.experts_in_ram)
+    offloaded = next(group for group in groups if group.experts_in_ram)
+    assert groups.index(offloaded) == groups.index(whole) + 1
+    slugs = {gpu.slug for gpu in offloaded.gpus}
+    assert "rtx-3060-12gb" in slugs
+    assert not slugs & {gpu.slug for gpu in whole.gpus}
+    assert "1, experts in RAM" in roomy.content.decode()
+    # With 16 GB of RAM only cards that leave little in RAM qualify (a 48 GB card), not the 3060.
+    short = client.get("/?model=gpt-oss-120b&runtime=llama_cpp&gpu=rtx-3090-24gb&ram=16")
+    short_slugs = {
+        gpu.slug for group in short.context["fits"] if group.experts_in_ram for gpu in group.gpus
+    }
+    assert "rtx-3060-12gb" not in short_slugs
+    # A dense model has no experts to move.
+    dense = client.get("/?model=Llama+3.1+70B&runtime=llama_cpp&gpu=rtx-3090-24gb&ram=64")
+    assert not any(group.experts_in_ram for group in dense.context["fits"])
