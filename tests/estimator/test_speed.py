@@ -330,3 +330,35 @@ def test_series_for_the_charts():
     assert throughput[0].x == 1
     assert throughput[0].y == pytest.approx(1 / 0.0333987, rel=1e-4)
     assert throughput[1].y > throughput[0].y
+
+
+def test_experts_in_ram_decode_reads_only_the_routed_ones_from_ram():
+    from calculator.estimator.runtimes import LlamaCppOptions, estimate_llama_cpp
+
+    # gpt-oss-120b (presets/models/gpt_oss.json, its config.json: 36 layers, 128 experts of
+    # 2880 x 2880, 4 per token), MXFP4 experts (17 bytes per 32 values) all in RAM.
+    slug = "gpt-oss-120b"
+    arch, request = architecture(slug), request_for(slug, seq_len=4096, runtime="llama_cpp")
+    result = estimate(request)
+    offload = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=4096, n_parallel=1, cpu_moe=True))
+    experts_in_ram = 36 * 3 * 2880 * 2880 * 128 // 32 * 17
+    assert offload.expert_bytes.host == experts_in_ram
+    no_gpu = GpuPerformance(bandwidth_gb_s=1e9, bf16_tflops=1e9, fp16_tflops=1e9)
+    speed = estimate_speed(
+        arch,
+        request,
+        result,
+        no_gpu,
+        runtime="llama_cpp",
+        llama_cpp=offload,
+        efficiency=Efficiency(
+            decode_bandwidth=1.0, prefill_compute=1.0, step_overhead_s=0.0, host_bandwidth=1.0
+        ),
+        host_memory_bandwidth_gb_s=100,
+    )
+    # A decode step of one sequence reads 4 of the 128 experts of every layer from RAM; with a
+    # GPU that takes no time, the step is those bytes over 100 GB/s: 1.904 GB, 19.0 ms.
+    assert speed.decode_tokens_per_s is not None
+    assert expert_read_fraction(arch, 1) == pytest.approx(4 / 128)
+    read = experts_in_ram * 4 / 128
+    assert 1 / speed.decode_tokens_per_s == pytest.approx(read / 100e9, rel=1e-3)

@@ -286,6 +286,11 @@ class LlamaCppResult(_Frozen):
     kv_cells_swa: int
     gpu_layers: int = Field(description="Layers on the GPU, counting the output layer as one.")
     model_buffer: DeviceBytes
+    expert_bytes: DeviceBytes = Field(
+        default=DeviceBytes(gpu=0, host=0),
+        description="The routed-expert tensors within model_buffer, by device (a decode step "
+        "reads only the experts it routes to).",
+    )
     kv_buffer: DeviceBytes
     recurrent_buffer: DeviceBytes = Field(
         description="Conv and recurrent states of hybrid/recurrent layers, F32, one per slot "
@@ -1137,6 +1142,17 @@ def model_buffer(arch: Architecture, layout: GgufLayout, options: LlamaCppOption
     return DeviceBytes(gpu=gpu, host=host)
 
 
+def expert_placement(
+    arch: Architecture, layout: GgufLayout, options: LlamaCppOptions
+) -> DeviceBytes:
+    """The routed-expert tensors by device: on the host those of the layers ``-ngl`` leaves
+    there and those ``--n-cpu-moe``/``--cpu-moe`` keep in RAM, the rest on the GPU."""
+    total = layout.expert_bytes_between(0, arch.num_layers)
+    on_host = max(_first_gpu_block(arch, options), options.cpu_expert_layers(arch))
+    host = layout.expert_bytes_between(0, on_host)
+    return DeviceBytes(gpu=total - host, host=host)
+
+
 def kv_buffer(
     arch: Architecture, options: LlamaCppOptions, layers: CacheLayers | None = None
 ) -> DeviceBytes:
@@ -1261,6 +1277,7 @@ def estimate_llama_cpp(
         kv_cells_swa=swa,
         gpu_layers=gpu_layers,
         model_buffer=model_buffer(arch, layout, options),
+        expert_bytes=expert_placement(arch, layout, options),
         kv_buffer=kv_buffer(arch, options, layout.layers),
         recurrent_buffer=recurrent_buffer(arch, options, layout.layers),
         compute_buffer=compute_buffer(arch, options),

@@ -26,6 +26,7 @@ from calculator.estimator.speed.hardware import (
 )
 from calculator.estimator.speed.result import SeriesPoint, SpeedResult
 from calculator.estimator.speed.roofline import (
+    expert_read_fraction,
     forward_flops_per_token,
     step_seconds,
     tensor_parallel_seconds,
@@ -36,6 +37,11 @@ from calculator.estimator.speed.roofline import (
 class _Traffic(_Frozen):
     weight_gpu_bytes: float
     weight_host_bytes: float
+    expert_bytes: tuple[float, float] | None = Field(
+        default=None,
+        description="The routed experts within the GPU and host weights, where the runtime "
+        "says where they are (llama.cpp); None: read shares from the parameter counts.",
+    )
     kv_bytes_per_token: float = Field(description="Per sequence and context token, all GPUs.")
     kv_host_share: float = 0.0
     kv_window_share: float = Field(
@@ -70,9 +76,11 @@ def _traffic(
         host = max(0, llama_cpp.model_buffer.host - embedding)
         kv_total = llama_cpp.kv_buffer.gpu + llama_cpp.kv_buffer.host
         kv_per_token = kv_total / max(1, llama_cpp.n_ctx_padded)
+        experts = llama_cpp.expert_bytes
         return _Traffic(
             weight_gpu_bytes=llama_cpp.model_buffer.gpu,
             weight_host_bytes=host,
+            expert_bytes=(experts.gpu, experts.host) if experts.total else None,
             kv_bytes_per_token=kv_per_token,
             kv_host_share=llama_cpp.kv_buffer.host / kv_total if kv_total else 0.0,
             total_params=result.params_total,
@@ -131,6 +139,21 @@ def kv_read_tokens(traffic: _Traffic, context: float) -> float:
     return context * (1 - traffic.kv_window_share) + windowed * traffic.kv_window_share
 
 
+def _weights_read(arch: Architecture, traffic: _Traffic, batch: int) -> tuple[float, float]:
+    """Weight bytes one decode step streams from the GPU and from host RAM: every dense tensor,
+    and of the routed experts the share the batch touches. Where the runtime says which bytes
+    are experts (llama.cpp, with experts left in RAM by --n-cpu-moe), that share applies to
+    them alone; otherwise to the whole, from the parameter counts."""
+    if traffic.expert_bytes is None:
+        share = weight_read_fraction(arch, traffic.total_params, traffic.active_params, batch)
+        return traffic.weight_gpu_bytes * share, traffic.weight_host_bytes * share
+    fraction = expert_read_fraction(arch, batch)
+    gpu_experts, host_experts = traffic.expert_bytes
+    gpu = traffic.weight_gpu_bytes - gpu_experts * (1 - fraction)
+    host = traffic.weight_host_bytes - host_experts * (1 - fraction)
+    return gpu, max(host, 0.0)
+
+
 def _decode_step(
     arch: Architecture,
     traffic: _Traffic,
@@ -144,10 +167,10 @@ def _decode_step(
 ) -> tuple[float, Literal["memory", "compute"]]:
     """Seconds for one decode step of ``batch`` sequences with ``context`` tokens cached each."""
     tp = traffic.tensor_parallel
-    share = weight_read_fraction(arch, traffic.total_params, traffic.active_params, batch)
+    gpu_weights, host_weights = _weights_read(arch, traffic, batch)
     kv = traffic.kv_bytes_per_token * kv_read_tokens(traffic, context) * batch
-    gpu_bytes = (traffic.weight_gpu_bytes * share + kv * (1 - traffic.kv_host_share)) / tp
-    host_bytes = traffic.weight_host_bytes * share + kv * traffic.kv_host_share
+    gpu_bytes = (gpu_weights + kv * (1 - traffic.kv_host_share)) / tp
+    host_bytes = host_weights + kv * traffic.kv_host_share
     flops = batch * forward_flops_per_token(arch, traffic.active_params, context) / tp
     seconds, bound = step_seconds(
         gpu_bytes=gpu_bytes,
