@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from calculator.estimator.architecture import Architecture, ConfigFields
+from calculator.estimator.families.class_defaults import with_class_defaults
 
 Reader = Callable[[ConfigFields], Architecture]
 
@@ -128,10 +129,12 @@ def family_of(config: Mapping[str, Any]) -> str | None:
 
 
 def reader_for(config: Mapping[str, Any]) -> Reader:
-    """The reader for a config: its family's, else the generic (Llama-shaped) one."""
+    """The reader for a config: its family's, else the generic (Llama-shaped) one. A family's
+    reader sees the config as transformers' config class holds it (``with_class_defaults``)."""
     family = family_of(config)
     if family is not None:
-        return READERS[family]
+        read = READERS[family]
+        return lambda c: read(ConfigFields(with_class_defaults(c.raw, family)))
     if isinstance(config.get("text_config"), Mapping):
         return READERS["__multimodal__"]
     return READERS["__generic__"]
