@@ -46,6 +46,7 @@ FAMILY_MODULES = (
     "hunyuan",
     "kimi",
     "kimi_linear",
+    "laguna",
     "llama",
     "llama4",
     "longcat",

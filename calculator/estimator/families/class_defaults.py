@@ -24,7 +24,8 @@ from typing import Any
 _TABLE = Path(__file__).with_name("class_defaults.json")
 
 # Keywords a config class's ``__post_init__`` pops and converts into one of its fields
-# (transformers 5.24.0); the old name wins over the field's default, never over the field.
+# (transformers 5.24.0). Each ``__post_init__`` sets the field from the old name whenever the
+# old name is given, so the old name wins even over the field itself.
 LEGACY_NAMES: dict[str, dict[str, str]] = {
     # configuration_bloom.py / configuration_falcon.py: ``n_embed = kwargs.pop("n_embed")``.
     "bloom": {"n_embed": "hidden_size"},
@@ -85,7 +86,7 @@ def with_class_defaults(config: Mapping[str, Any], model_type: str | None = None
         if raw.get(field) is None and raw.get(alias) is not None:
             raw[field] = raw[alias]
     for old, field in LEGACY_NAMES.get(model_type or str(raw.get("model_type")), {}).items():
-        if raw.get(field) is None and raw.get(old) is not None:
+        if raw.get(old) is not None:
             raw[field] = raw[old]
     for field, value in entry["defaults"].items():
         if field not in raw and field not in DEFINING_FIELDS:

@@ -40,6 +40,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "HeliumForCausalLM": "helium",
     "JetMoeForCausalLM": "jetmoe",
     "KimiLinearForCausalLM": "kimi_linear",
+    "LagunaForCausalLM": "laguna",
     "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Ministral3ForCausalLM": "ministral3",
     "VaultGemmaForCausalLM": "vaultgemma",
