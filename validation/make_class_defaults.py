@@ -60,9 +60,12 @@ def _describe(cls: type, base_fields: set[str]) -> dict[str, Any]:
         sub_type = getattr(spec, "model_type", None) or getattr(
             getattr(spec, "config_class", spec), "model_type", ""
         )
+        config_class = getattr(spec, "config_class", spec)
         sub_configs[key] = {
             "model_type": sub_type,
             "optional": bool(getattr(spec, "optional", False)),
+            # AutoConfig: the sub-config's own model_type picks its class; else the class is fixed.
+            "auto": getattr(config_class, "__name__", "") == "AutoConfig",
         }
     return {
         "class": cls.__name__,

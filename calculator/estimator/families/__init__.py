@@ -53,6 +53,7 @@ FAMILY_MODULES = (
     "mimo",
     "minicpm3",
     "minimax",
+    "minimax_m3",
     "mllama",
     "mistral",
     "mistral3",

@@ -95,7 +95,7 @@ def with_class_defaults(config: Mapping[str, Any], model_type: str | None = None
         sub = raw.get(key)
         if isinstance(sub, Mapping):
             own = str(sub.get("model_type") or "")
-            sub_type = own if own in _classes() else spec["model_type"]
+            sub_type = own if spec.get("auto") and own in _classes() else spec["model_type"]
             raw[key] = with_class_defaults({"model_type": sub_type, **sub}, sub_type)
             if not own:
                 # The reader tells a sub-config without model_type by its absence.

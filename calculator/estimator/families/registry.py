@@ -74,6 +74,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "LongcatFlashForCausalLM": "longcat_flash",
     "MiniMaxForCausalLM": "minimax",
     "MiniMaxM2ForCausalLM": "minimax_m2",
+    "MiniMaxM3SparseForConditionalGeneration": "minimax_m3_vl",
     "MistralForCausalLM": "mistral",
     "MixtralForCausalLM": "mixtral",
     "OlmoForCausalLM": "olmo",
