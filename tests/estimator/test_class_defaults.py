@@ -150,3 +150,15 @@ def test_a_config_without_its_width_is_still_refused():
         Architecture.from_hf_config(
             _without(load_validation_config("mistral-7b-v0.1"), "hidden_size")
         )
+
+
+def test_muse_glimmer_ties_on_the_roots_flag_only():
+    """MuseGlimmerConfig declares no tie_word_embeddings: transformers 5.24 ties the head to the
+    embedding for a root ``tie_word_embeddings: true`` and not for the text config's own flag;
+    tying saves vocab × hidden = 202,048 × 6,656 parameters (MuseGlimmerTextConfig defaults)."""
+    config = load_validation_config("defaults-muse_glimmer")
+    untied = DATA["models"]["defaults-muse_glimmer"]["params_total"]
+    text_only = {**config, "text_config": {**config["text_config"], "tie_word_embeddings": True}}
+    assert Architecture.from_hf_config(text_only).params_total == untied
+    root = {**config, "tie_word_embeddings": True}
+    assert Architecture.from_hf_config(root).params_total == untied - 202_048 * 6_656

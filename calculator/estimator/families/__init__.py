@@ -54,6 +54,7 @@ FAMILY_MODULES = (
     "minicpm3",
     "minimax",
     "minimax_m3",
+    "muse_glimmer",
     "mllama",
     "mistral",
     "mistral3",

@@ -75,6 +75,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "MiniMaxForCausalLM": "minimax",
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "MiniMaxM3SparseForConditionalGeneration": "minimax_m3_vl",
+    "MuseGlimmerForConditionalGeneration": "muse_glimmer",
     "MistralForCausalLM": "mistral",
     "MixtralForCausalLM": "mixtral",
     "OlmoForCausalLM": "olmo",
