@@ -162,3 +162,22 @@ def test_muse_glimmer_ties_on_the_roots_flag_only():
     assert Architecture.from_hf_config(text_only).params_total == untied
     root = {**config, "tie_word_embeddings": True}
     assert Architecture.from_hf_config(root).params_total == untied - 202_048 * 6_656
+
+
+def test_granite_4_h_mamba_head_size_auto_is_expand_times_hidden_over_heads():
+    """GraniteMoeHybridConfig: ``mamba_d_head: "auto"`` (its default) becomes mamba_expand ×
+    hidden_size // mamba_n_heads = 2 × 1536 // 48 = 64 for Granite 4.0-H 1B, whose config says
+    64 (before, an omitted field was read as 64 whatever the sizes)."""
+    config = load_validation_config("preset-granite-4.0-h-1b")
+    expected = DATA["models"]["preset-granite-4.0-h-1b"]["params_total"]
+    assert Architecture.from_hf_config(_without(config, "mamba_d_head")).params_total == expected
+    assert Architecture.from_hf_config({**config, "mamba_d_head": "auto"}).params_total == expected
+
+
+def test_ernie_moe_layer_end_index_default_is_the_last_layer():
+    """Ernie4_5_MoeConfig: ``moe_layer_end_index: int | None = -1``, turned into
+    num_hidden_layers - 1 (27 for ERNIE-4.5-21B-A3B, as its config.json says)."""
+    config = load_validation_config("ernie-4.5-21b-a3b")
+    expected = DATA["models"]["ernie-4.5-21b-a3b"]["params_total"]
+    for changed in (_without(config, "moe_layer_end_index"), {**config, "moe_layer_end_index": -1}):
+        assert Architecture.from_hf_config(changed).params_total == expected
