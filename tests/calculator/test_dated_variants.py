@@ -45,3 +45,23 @@ def test_the_page_says_the_figures_are_the_undated_models(client):
 def test_an_exact_name_gets_no_note(client):
     body = client.get("/?model=DeepSeek-V3").content.decode()
     assert 'data-testid="preset-note"' not in body
+
+
+@pytest.mark.parametrize(
+    ("typed", "slug"),
+    [
+        ("gemma 3n e4b", "gemma-3n-e4b"),
+        ("google/gemma-3n-E4B-it", "gemma-3n-e4b"),
+        ("Gemma-3n-E2B", "gemma-3n-e2b"),
+    ],
+)
+def test_gemma_3n_names_find_their_presets(typed, slug):
+    """The walkthrough typed 'gemma 3n' and found nothing (issue 27)."""
+    match = preset_resolve(text=typed)
+    assert match.preset is not None
+    assert match.preset.slug == slug
+
+
+def test_gemma_3n_alone_suggests_both_sizes():
+    slugs = {preset.slug for preset in preset_resolve(text="gemma 3n").suggestions}
+    assert {"gemma-3n-e2b", "gemma-3n-e4b"} <= slugs
