@@ -20,6 +20,8 @@ pytestmark = pytest.mark.django_db
         # Kimi-Dev-72B is a fine-tune of Qwen2.5-72B: an alias of that preset.
         ("Kimi-Dev-72B", "qwen2.5-72b", None),
         ("moonshotai/Kimi-Dev-72B", "qwen2.5-72b", None),
+        ("Devstral", "devstral-small-2507", None),
+        ("mistralai/Devstral-Small-2505", "devstral-small-2507", "2505"),
     ],
 )
 def test_a_dated_release_finds_its_models_preset(typed, slug, dated):

@@ -181,3 +181,20 @@ def test_ernie_moe_layer_end_index_default_is_the_last_layer():
     expected = DATA["models"]["ernie-4.5-21b-a3b"]["params_total"]
     for changed in (_without(config, "moe_layer_end_index"), {**config, "moe_layer_end_index": -1}):
         assert Architecture.from_hf_config(changed).params_total == expected
+
+
+def test_smollm3_3b_as_published_is_tied():
+    """HuggingFaceTB/SmolLM3-3B's config.json (validation/configs/smollm3-3b.json, verbatim) has
+    no tie_word_embeddings; transformers' count of it is in the dataset."""
+    config = load_validation_config("smollm3-3b")
+    assert "tie_word_embeddings" not in config
+    arch = Architecture.from_hf_config(config)
+    assert arch.tie_word_embeddings is True
+    assert arch.params_total == DATA["models"]["smollm3-3b"]["params_total"]
+
+
+def test_devstral_small_2507_equals_its_safetensors_index():
+    """The config rebuilt from Devstral-Small-2507's params.json counts what its
+    model.safetensors.index.json states (metadata.total_parameters, 23,572,403,200)."""
+    config = load_validation_config("devstral-small-2507")
+    assert Architecture.from_hf_config(config).params_total == 23_572_403_200
