@@ -32,13 +32,44 @@ logger = logging.getLogger(__name__)
 class PresetMatch:
     preset: ModelPreset | None
     suggestions: list[ModelPreset]
+    # The release date a typed name carried beyond the preset's own names ('0324' of
+    # 'DeepSeek-V3-0324'): the preset is that model's architecture, not that very checkpoint.
+    dated: str | None = None
+
+
+# A release date at the end of a model name: -MMDD (DeepSeek-V3-0324), -YYMM
+# (Magistral-Small-2509), -YYYYMMDD; what is left is looked up by its exact alias.
+_DATED = re.compile(r"[-_ .](\d{4}|\d{8})$")
+
+
+def _dated_variant(text: str) -> PresetMatch | None:
+    """A dated checkpoint of a catalogue model: the name without its date finds a preset by an
+    exact alias (a date changes the weights, not the architecture, in every such release the
+    catalogue has: Qwen3-235B-A22B and its 2507 update, DeepSeek-V3 and V3-0324)."""
+    dated = _DATED.search(text.strip())
+    if dated is None:
+        return None
+    undated = text.strip()[: dated.start()]
+    key = alias_key(undated)
+    if not key:
+        return None
+    alias = (
+        ModelAlias.objects.filter(key=key, preset__active=True, preset__reviewed=True)
+        .select_related("preset")
+        .first()
+    )
+    if alias is None or _another_organisation(undated, alias.preset):
+        return None
+    return PresetMatch(alias.preset, [], dated=dated.group(1))
 
 
 def preset_resolve(*, text: str) -> PresetMatch:
     """Find the preset a typed name means; when none matches exactly, the closest names.
 
     Only reviewed presets take part (a Hub import answers its own repository id, through
-    ``calculator.catalogue.hub``, until an admin reviews it). An exact alias key wins; otherwise a single preset whose key starts with the typed key (so
+    ``calculator.catalogue.hub``, until an admin reviews it). An exact alias key wins; then a
+    dated release of a preset's model (``_dated_variant``, said in ``dated``); otherwise a
+    single preset whose key starts with the typed key (so
     'mixtral' finds Mixtral 8x7B when it is the only Mixtral); otherwise no guess, only
     suggestions ranked by similarity.
     """
@@ -56,6 +87,9 @@ def preset_resolve(*, text: str) -> PresetMatch:
             # shape), not the catalogue's Qwen/Qwen2-7B, though their alias keys agree.
             return PresetMatch(None, [exact.preset])
         return PresetMatch(exact.preset, [])
+    dated = _dated_variant(text)
+    if dated is not None:
+        return dated
     prefixed = list(
         ModelPreset.objects.filter(
             active=True, reviewed=True, aliases__key__startswith=key

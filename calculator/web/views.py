@@ -375,6 +375,8 @@ class ResolvedModel:
     preset: ModelPreset | None = None
     suggestions: tuple[ModelPreset, ...] = ()
     hub_error: HubError | None = None
+    # The preset stands for a dated release of its model the visitor named (PresetMatch.dated).
+    dated: str | None = None
 
 
 def resolve_form_model(
@@ -401,7 +403,15 @@ def resolve_form_model(
         if preset is None:
             return ResolvedModel(None, suggestions=tuple(match.suggestions))
         return ResolvedModel(catalogue.description(preset), preset)
-    return ResolvedModel(catalogue.description(match.preset), match.preset)
+    return ResolvedModel(catalogue.description(match.preset), match.preset, dated=match.dated)
+
+
+def dated_release_note(typed: str, preset: ModelPreset) -> str:
+    """What the page says when a dated release's name found its model's preset."""
+    return _(
+        "“%(typed)s” is a dated release of %(name)s with the same architecture: the figures "
+        "are those of %(name)s."
+    ) % {"typed": typed, "name": preset.local_name}
 
 
 def _unfinished_edit(
@@ -431,6 +441,8 @@ def _resolve_model(
     extra: dict[str, Any] = {}
     if resolved.preset is not None:
         extra["preset"] = resolved.preset
+        if resolved.dated:
+            extra["preset_note"] = dated_release_note(form.cleaned_data["model"], resolved.preset)
     if resolved.hub_error is not None:
         form.add_error("model", resolved.hub_error.message)
         extra["hub_error"] = resolved.hub_error

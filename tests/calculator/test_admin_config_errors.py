@@ -42,30 +42,31 @@ def test_the_add_forms_config_field_starts_empty():
 
 
 def test_every_missing_field_is_named():
-    """Three fields taken out of Mistral-7B-v0.1's published config: three messages."""
+    """Three defining sizes taken out of Mistral-7B-v0.1's published config: three messages (a
+    field with a MistralConfig default, such as vocab_size, takes it instead)."""
     broken = {
         k: v
         for k, v in MISTRAL.items()
-        if k not in ("hidden_size", "num_hidden_layers", "vocab_size")
+        if k not in ("hidden_size", "num_hidden_layers", "num_attention_heads")
     }
     response = post_config(admin_client("walk"), json.dumps(broken))
     errors = config_errors(response.content.decode())
     assert len(errors) == 3
-    for name in ("hidden_size", "num_hidden_layers", "vocab_size"):
+    for name in ("hidden_size", "num_hidden_layers", "num_attention_heads"):
         assert any(f"missing the field &#x27;{name}&#x27;" in error for error in errors), name
     assert not ModelPreset.objects.filter(slug="my-mistral-test").exists()
 
 
 def test_bad_values_and_missing_fields_are_all_named():
     broken = {**MISTRAL, "num_hidden_layers": -32, "num_attention_heads": 0}
-    del broken["vocab_size"]
+    del broken["hidden_size"]
     errors = config_errors(post_config(admin_client("walk"), json.dumps(broken)).content.decode())
     assert len(errors) == 3
     assert any("got -32" in error for error in errors)
     assert any(
         "&#x27;num_attention_heads&#x27; must be positive, got 0" in error for error in errors
     )
-    assert any("missing the field &#x27;vocab_size&#x27;" in error for error in errors)
+    assert any("missing the field &#x27;hidden_size&#x27;" in error for error in errors)
 
 
 def test_invalid_json_gets_one_message_saying_where():
@@ -77,14 +78,14 @@ def test_invalid_json_gets_one_message_saying_where():
 
 
 def test_the_import_page_names_every_missing_field():
-    broken = {k: v for k, v in MISTRAL.items() if k not in ("hidden_size", "vocab_size")}
+    broken = {k: v for k, v in MISTRAL.items() if k not in ("hidden_size", "num_hidden_layers")}
     response = admin_client("walk").post(
         "/admin/calculator/modelpreset/import-config/", {"config_text": json.dumps(broken)}
     )
     body = response.content.decode()
     assert body.count("The estimator cannot use this config") == 2
     assert "hidden_size" in body
-    assert "vocab_size" in body
+    assert "num_hidden_layers" in body
 
 
 @pytest.mark.parametrize("config", [[1, 2], "x", {"model_type": "llama", "hidden_size": "big"}])

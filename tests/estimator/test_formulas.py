@@ -124,9 +124,18 @@ def test_mixtral_active_params():
 
 def test_config_missing_a_field_names_it():
     config = load_validation_config("llama-2-7b")
-    del config["intermediate_size"]
-    with pytest.raises(ConfigError, match="intermediate_size"):
+    del config["num_hidden_layers"]
+    with pytest.raises(ConfigError, match="num_hidden_layers"):
         Architecture.from_hf_config(config)
+
+
+def test_config_missing_an_optional_size_takes_the_class_default():
+    """LlamaConfig (transformers 5.24 configuration_llama.py) declares intermediate_size 11008:
+    a config without it builds Llama-2-7B's MLP, as the published config says anyway."""
+    config = load_validation_config("llama-2-7b")
+    whole = Architecture.from_hf_config(config).params_total
+    del config["intermediate_size"]
+    assert Architecture.from_hf_config(config).params_total == whole
 
 
 def test_total_is_peak_plus_context_plus_reserve(llama31_8b):

@@ -54,7 +54,7 @@ WANTED = {
     "dots1", "lfm2_moe", "minimax", "longcat_flash",
     "phimoe", "dbrx", "minicpm3", "kimi_linear", "exaone", "olmo", "glm",
     "olmo_hybrid", "falcon_mamba", "jetmoe", "bamba",
-    "nemotron",
+    "nemotron", "laguna", "deepseek_v3", "minimax_m3_vl", "muse_glimmer",
 }  # fmt: skip
 
 

@@ -32,7 +32,11 @@ def read_ernie4_5_moe(c: ConfigFields) -> Architecture:
     arch = read_ernie4_5(c)
     experts = c.positive("moe_num_experts")
     start = c.integer("moe_layer_start_index", default=1)
-    end = c.integer("moe_layer_end_index", default=arch.num_layers - 1)
+    # Ernie4_5_MoeConfig: the default -1 means the last layer.
+    if c.raw.get("moe_layer_end_index") in (None, -1):
+        end = arch.num_layers - 1
+    else:
+        end = c.integer("moe_layer_end_index")
     interval = c.positive("moe_layer_interval", default=1)
     shared = c.integer("moe_num_shared_experts", default=0)
     moe_inter = c.positive("moe_intermediate_size")

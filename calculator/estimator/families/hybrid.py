@@ -172,22 +172,25 @@ def read_granitemoehybrid(c: ConfigFields) -> Architecture:
     mixers: tuple[Literal["attention", "mamba2"], ...] = tuple(
         "mamba2" if str(kind) in {"mamba", "linear_attention"} else "attention" for kind in types
     )
+    expand = c.positive("mamba_expand", default=2)
+    mamba_heads = c.positive("mamba_n_heads", default=128)
+    # GraniteMoeHybridConfig: mamba_d_head "auto" (its default) is mamba_expand × hidden / heads.
+    mamba_head_dim = (
+        expand * hidden // mamba_heads
+        if c.raw.get("mamba_d_head", "auto") in (None, "auto")
+        else c.positive("mamba_d_head")
+    )
     mixer = mamba2_mixer(
         hidden=hidden,
-        heads=c.positive("mamba_n_heads", default=128),
-        head_dim=c.positive("mamba_d_head", default=64),
+        heads=mamba_heads,
+        head_dim=mamba_head_dim,
         groups=c.positive("mamba_n_groups", default=1),
         state=c.positive("mamba_d_state", default=256),
         kernel=c.positive("mamba_d_conv", default=4),
         bias=c.flag("mamba_proj_bias", False),
         conv_bias=c.flag("mamba_conv_bias", True),
     )
-    expand = c.positive("mamba_expand", default=2)
-    if (
-        mixer.params
-        and c.positive("mamba_n_heads", default=128) * c.positive("mamba_d_head", default=64)
-        != expand * hidden
-    ):
+    if mixer.params and mamba_heads * mamba_head_dim != expand * hidden:
         raise ConfigError(
             "mamba_n_heads × mamba_d_head must equal mamba_expand × hidden_size.", "mamba_d_head"
         )

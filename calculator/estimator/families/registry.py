@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from calculator.estimator.architecture import Architecture, ConfigFields
+from calculator.estimator.families.class_defaults import with_class_defaults
 
 Reader = Callable[[ConfigFields], Architecture]
 
@@ -39,6 +40,7 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "HeliumForCausalLM": "helium",
     "JetMoeForCausalLM": "jetmoe",
     "KimiLinearForCausalLM": "kimi_linear",
+    "LagunaForCausalLM": "laguna",
     "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Ministral3ForCausalLM": "ministral3",
     "VaultGemmaForCausalLM": "vaultgemma",
@@ -72,6 +74,8 @@ ARCHITECTURE_MODEL_TYPES: dict[str, str] = {
     "LongcatFlashForCausalLM": "longcat_flash",
     "MiniMaxForCausalLM": "minimax",
     "MiniMaxM2ForCausalLM": "minimax_m2",
+    "MiniMaxM3SparseForConditionalGeneration": "minimax_m3_vl",
+    "MuseGlimmerForConditionalGeneration": "muse_glimmer",
     "MistralForCausalLM": "mistral",
     "MixtralForCausalLM": "mixtral",
     "OlmoForCausalLM": "olmo",
@@ -128,10 +132,12 @@ def family_of(config: Mapping[str, Any]) -> str | None:
 
 
 def reader_for(config: Mapping[str, Any]) -> Reader:
-    """The reader for a config: its family's, else the generic (Llama-shaped) one."""
+    """The reader for a config: its family's, else the generic (Llama-shaped) one. A family's
+    reader sees the config as transformers' config class holds it (``with_class_defaults``)."""
     family = family_of(config)
     if family is not None:
-        return READERS[family]
+        read = READERS[family]
+        return lambda c: read(ConfigFields(with_class_defaults(c.raw, family)))
     if isinstance(config.get("text_config"), Mapping):
         return READERS["__multimodal__"]
     return READERS["__generic__"]
