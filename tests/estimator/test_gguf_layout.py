@@ -8,6 +8,11 @@ Llama 3 8B config in presets/models/llama.json (hidden 4096, 8 KV heads of 128, 
 vocabulary 128256, 32 layers, untied embeddings).
 """
 
+import json
+from pathlib import Path
+
+import pytest
+
 from calculator.estimator.architecture import Architecture
 from calculator.estimator.runtimes.llama_cpp import (
     LlamaCppOptions,
@@ -89,3 +94,22 @@ def test_name_order_decides_which_layers_a_partial_offload_gets():
     # On the host: token_embd, layer 0, layer 1 (the larger attn_v) and layers 2 to 9.
     host_layers = block_bytes(Q5_K, Q5_K) + larger_v + 8 * plain
     assert model.host == k_quant(VOCAB, 4096, Q4_K) + host_layers
+
+
+_COUNTED = json.loads(
+    (Path(__file__).parent / "data" / "transformers_param_counts.json").read_text()
+)["models"]
+
+
+@pytest.mark.parametrize("name", sorted(_COUNTED))
+def test_a_gguf_holds_every_parameter_of_the_language_model(name):
+    # convert_hf_to_gguf.py writes every tensor of the language model (a vision tower goes to
+    # the mmproj file): the file's elements equal transformers' count of the model less its
+    # tower (tests/estimator/data/transformers_param_counts.json, meta device, transformers
+    # 5.24). Hybrid, state-space, latent-MoE and shared-KV layers included (issue 27: Nemotron-H
+    # was +48% and Qwen3.5-27B -9.5% when every block was priced as attention + MLP).
+    from tests.estimator.test_param_counts import _config_for
+
+    arch = Architecture.from_hf_config(_config_for(name))
+    language_model = _COUNTED[name]["params_total"] - arch.extra_params
+    assert gguf_layout(arch, "F16").elements == language_model

@@ -378,13 +378,16 @@ class _Shape(NamedTuple):
         return self.ne0 * self.rows
 
 
-def _block_shapes(arch: Architecture, moe: bool) -> tuple[_Shape, ...]:
-    """The tensors of one block as ``convert_hf_to_gguf.py`` names them (``blk.N.*``): a block
-    depends on its index only through whether it is a MoE layer."""
-    h = arch.hidden_size
-    out: list[_Shape] = []
+# What a block's tensors depend on: its mixer ("attention", a recurrent kind or "none"), its
+# MLP ("dense", "moe" or "none") and whether it reuses an earlier layer's keys and values.
+_Structure = tuple[str, str, bool]
+
+
+class _Shapes(list[_Shape]):
+    """A block's tensors as they are added."""
 
     def add(
+        self,
         name: str,
         cat: Category,
         ne0: int,
@@ -392,76 +395,146 @@ def _block_shapes(arch: Architecture, moe: bool) -> tuple[_Shape, ...]:
         quantizable: bool = True,
         expert: bool = False,
     ) -> None:
-        out.append(_Shape(name, cat, ne0, rows, quantizable, expert))
+        self.append(_Shape(name, cat, ne0, rows, quantizable, expert))
 
+    def matrix_and_rest(self, name: str, elements: int, width: int) -> None:
+        """``elements`` as one ``width``-wide quantizable matrix and an F32 remainder."""
+        rows, rest = divmod(max(elements, 0), width)
+        if rows:
+            self.add(name, "other", width, rows)
+        if rest:
+            self.add(f"{name}_small", "other", rest, 1, False)
+
+
+def _block_shapes(arch: Architecture, structure: _Structure) -> tuple[_Shape, ...]:
+    """The tensors of one block as ``convert_hf_to_gguf.py`` names them (``blk.N.*``): a block
+    depends on its index only through its ``_Structure``. A recurrent mixer (Mamba, Gated
+    DeltaNet, short convolutions) is its projections, quantized like any matrix, and its
+    convolution kernel and small vectors, which llama-quantize leaves in F32 (``ssm_conv1d``,
+    1-D tensors)."""
+    mixer, mlp_kind, reuses_kv = structure
+    h = arch.hidden_size
+    out = _Shapes()
     norms = arch.pre_norms_per_layer + arch.post_norms_per_layer
     norm_width = 2 * h if arch.norm_kind == "layer" else h
-    add("norms", "other", norm_width * max(norms, 1), 1, False)
+    if norms:
+        out.add("norms", "other", norm_width * norms, 1, False)
+    if mixer == "attention":
+        params = arch.attention_params()
+        if reuses_kv:
+            params -= arch.shared_kv_saving()
+        out.extend(_attention_shapes(arch, reuses_kv, params))
+    elif mixer != "none":
+        out.extend(_recurrent_shapes(arch.recurrent_state(mixer), h))  # type: ignore[arg-type]
+    if arch.parallel_recurrent is not None:
+        out.extend(_recurrent_shapes(arch.parallel_recurrent, h))
+    before_mlp = len(out)
+    if mlp_kind == "moe":
+        out.add("ffn_gate_inp", "other", h, arch.num_experts, False)
+        width = arch.expert_width or h
+        _mlp_shapes(arch, out, "_exps", arch.moe_intermediate_size, arch.num_experts, width)
+        if arch.expert_width:
+            # A latent MoE projects hidden → latent before the experts and back after.
+            out.add("ffn_latent", "other", h, 2 * arch.expert_width)
+        if arch.shared_expert_intermediate_size:
+            _mlp_shapes(arch, out, "_shexp", arch.shared_expert_intermediate_size, 1)
+        if arch.expert_bias or arch.router_bias:
+            bias = arch.num_experts if arch.router_bias else 0
+            if arch.expert_bias:
+                bias += arch.num_experts * (
+                    (2 if arch.mlp_gated else 1) * arch.moe_intermediate_size + width
+                )
+            out.add("ffn_bias", "other", bias, 1, False)
+    elif mlp_kind == "dense":
+        _mlp_shapes(arch, out, "", arch.intermediate_size, 1)
+        if arch.mlp_bias:
+            bias = (2 if arch.mlp_gated else 1) * arch.intermediate_size + h
+            out.add("ffn_bias", "other", bias, 1, False)
+    if mlp_kind != "none":
+        # What the family's exact count has beyond these (a shared-expert gate, biases).
+        params = arch.moe_params() if mlp_kind == "moe" else arch.dense_mlp_params()
+        counted = sum(shape.elements for shape in out[before_mlp:])
+        out.matrix_and_rest("ffn_extra", params - counted, h)
+    # Parameters outside the shared per-layer layout (per-layer embeddings and projections,
+    # MTP layers, indexers), spread over the blocks.
+    out.matrix_and_rest("extra", arch.other_params // arch.num_layers, h)
+    # _layer_choices ranks the blocks that have an attn_v-like tensor: at most one each.
+    assert sum(s.category in _ATTN_V_LIKE for s in out) <= 1
+    return tuple(out)
+
+
+def _mlp_shapes(
+    arch: Architecture, out: _Shapes, suffix: str, inter: int, count: int, width: int = 0
+) -> None:
+    h = width or arch.hidden_size
+    up_rows = inter * count
+    experts = suffix == "_exps"
+    if arch.mlp_gated and arch.model_type == "phi3":
+        out.add(f"ffn_up{suffix}", "ffn_up", h, 2 * up_rows)  # gate_up_proj kept fused
+    else:
+        if arch.mlp_gated:
+            out.add(f"ffn_gate{suffix}", "ffn_gate", h, up_rows, expert=experts)
+        out.add(f"ffn_up{suffix}", "ffn_up", h, up_rows, expert=experts)
+    out.add(f"ffn_down{suffix}", "ffn_down", inter, h * count, expert=experts)
+
+
+def _recurrent_shapes(state: RecurrentState, h: int) -> _Shapes:
+    """A recurrent mixer: its projections as one ``hidden``-wide matrix, its convolution kernel
+    (as many weights as the convolution state has cells) and small vectors in F32."""
+    out = _Shapes()
+    out.matrix_and_rest("ssm_proj", state.params - state.conv_elements, h)
+    if state.conv_elements:
+        out.add("ssm_conv1d", "other", state.conv_elements, 1, False)
+    return out
+
+
+def _attention_shapes(arch: Architecture, reuses_kv: bool, params: int) -> _Shapes:
+    """One attention block's tensors; a layer reusing another's keys and values has no k/v
+    projections. What the family's exact count (``params``) has beyond these tensors (an output
+    gate in q_proj, a layout of its own) is one more matrix."""
+    h = arch.hidden_size
+    out = _Shapes()
+    if arch.attention_block_params is not None:
+        # A layout of the family's own (DeepSeek V4): its count, as one matrix.
+        out.matrix_and_rest("attn", params, h)
+        return out
     if arch.attention_kind == "mla":
         heads = arch.num_attention_heads
         kv_rank = arch.kv_lora_rank or 0
         rope = arch.qk_rope_head_dim or 0
         if arch.q_lora_rank:
-            add("attn_q_a", "other", h, arch.q_lora_rank)
-            add("attn_q_b", "attn_q", arch.q_lora_rank, heads * arch.head_dim)
-            add("attn_q_a_norm", "other", arch.q_lora_rank, 1, False)
+            out.add("attn_q_a", "other", h, arch.q_lora_rank)
+            out.add("attn_q_b", "attn_q", arch.q_lora_rank, heads * arch.head_dim)
+            out.add("attn_q_a_norm", "other", arch.q_lora_rank, 1, False)
         else:
-            add("attn_q", "attn_q", h, heads * arch.head_dim)
-        add("attn_kv_a_mqa", "other", h, kv_rank + rope)
-        add("attn_kv_a_norm", "other", kv_rank, 1, False)
+            out.add("attn_q", "attn_q", h, heads * arch.head_dim)
+        out.add("attn_kv_a_mqa", "other", h, kv_rank + rope)
+        out.add("attn_kv_a_norm", "other", kv_rank, 1, False)
         nope = arch.head_dim - rope
-        add("attn_kv_b", "attn_kv_b", kv_rank, heads * (nope + arch.v_head_dim))
+        out.add("attn_kv_b", "attn_kv_b", kv_rank, heads * (nope + arch.v_head_dim))
     elif arch.model_type in _FUSED_QKV:
-        add("attn_qkv", "attn_qkv", h, arch.q_width + 2 * arch.kv_width)
+        out.add("attn_qkv", "attn_qkv", h, arch.q_width + arch.kv_width + arch.v_width)
     else:
-        add("attn_q", "attn_q", h, arch.q_width)
-        add("attn_k", "attn_k", h, arch.kv_width)
-        add("attn_v", "attn_v", h, arch.kv_width)
-    add("attn_output", "attn_output", arch.attn_out_width, h)
+        out.add("attn_q", "attn_q", h, arch.q_width)
+        if not reuses_kv:
+            out.add("attn_k", "attn_k", h, arch.kv_width)
+            out.add("attn_v", "attn_v", h, arch.v_width)
+    out.add("attn_output", "attn_output", arch.attn_out_width, h)
     small = 0
     if arch.qkv_bias:
-        small += arch.q_width + 2 * arch.kv_width
+        small += arch.q_width + (0 if reuses_kv else arch.kv_width + arch.v_width)
     if arch.o_bias:
         small += h
     if arch.qk_norm == "per_head":
-        small += 2 * arch.head_dim
+        small += (1 if reuses_kv else 2) * arch.head_dim
     elif arch.qk_norm == "full":
-        small += arch.q_width + arch.kv_width
+        small += arch.q_width + (0 if reuses_kv else arch.kv_width)
     if arch.attention_sinks:
         small += arch.num_attention_heads
     if small:
-        add("attn_small", "other", small, 1, False)
-
-    def mlp(suffix: str, inter: int, count: int) -> None:
-        up_rows = inter * count
-        experts = suffix == "_exps"
-        if arch.mlp_gated and arch.model_type == "phi3":
-            add(f"ffn_up{suffix}", "ffn_up", h, 2 * up_rows)  # gate_up_proj kept fused
-        else:
-            if arch.mlp_gated:
-                add(f"ffn_gate{suffix}", "ffn_gate", h, up_rows, expert=experts)
-            add(f"ffn_up{suffix}", "ffn_up", h, up_rows, expert=experts)
-        add(f"ffn_down{suffix}", "ffn_down", inter, h * count, expert=experts)
-
-    if moe:
-        add("ffn_gate_inp", "other", h, arch.num_experts, False)
-        mlp("_exps", arch.moe_intermediate_size, arch.num_experts)
-        if arch.shared_expert_intermediate_size:
-            mlp("_shexp", arch.shared_expert_intermediate_size, 1)
-        if arch.expert_bias or arch.router_bias:
-            bias = arch.num_experts if arch.router_bias else 0
-            if arch.expert_bias:
-                width = (2 if arch.mlp_gated else 1) * arch.moe_intermediate_size + h
-                bias += arch.num_experts * width
-            add("ffn_bias", "other", bias, 1, False)
-    else:
-        mlp("", arch.intermediate_size, 1)
-        if arch.mlp_bias:
-            bias = (2 if arch.mlp_gated else 1) * arch.intermediate_size + h
-            add("ffn_bias", "other", bias, 1, False)
-    # _name_order ranks blocks; it ranks their attn_v-like tensors only while each block has one.
-    assert sum(s.category in _ATTN_V_LIKE for s in out) == 1
-    return tuple(out)
+        out.add("attn_small", "other", small, 1, False)
+    out.matrix_and_rest("attn_extra", params - sum(shape.elements for shape in out), h)
+    return out
 
 
 def _embedding_shapes(arch: Architecture) -> tuple[_Shape, ...]:
@@ -483,21 +556,30 @@ def _output_shapes(arch: Architecture) -> tuple[_Shape, ...]:
         shapes.append(_Shape("output_norm", "other", width, 1, False))
     if not arch.tie_word_embeddings:
         shapes.append(_Shape("output", "output", h, arch.vocab_size, True))
+    small = arch.vocab_size if arch.lm_head_bias else 0
+    # What other_params leaves after spreading it over the blocks (_block_shapes).
+    small += arch.other_params % arch.num_layers
+    if small:
+        shapes.append(_Shape("output_small", "other", small, 1, False))
     return tuple(shapes)
 
 
-def _moe_flags(arch: Architecture) -> tuple[bool, ...]:
-    """``arch.is_moe_layer`` of every block, read through one set (``moe_layers`` is a tuple)."""
-    if not arch.is_moe:
-        return (False,) * arch.num_layers
-    moe = frozenset(arch.moe_layers)
-    return tuple(il in moe for il in range(arch.num_layers))
+def _structures(arch: Architecture) -> tuple[_Structure, ...]:
+    """The ``_Structure`` of every block, the index tuples read once (``mlp_kinds``)."""
+    shared_from = arch.num_layers - arch.kv_shared_layers
+    if not (arch.mixer_kinds or arch.kv_shared_layers):
+        if not arch.is_moe:
+            return (("attention", "dense", False),) * arch.num_layers
+        return tuple(("attention", kind, False) for kind in arch.mlp_kinds())
+    return tuple(
+        (arch.mixer_kind(il), kind, il >= shared_from) for il, kind in enumerate(arch.mlp_kinds())
+    )
 
 
 def gguf_tensors(arch: Architecture) -> list[GgufTensor]:
     """Every tensor of a GGUF conversion of ``arch`` (shapes from the config), in file order."""
-    flags = _moe_flags(arch)
-    blocks = {moe: _block_shapes(arch, moe) for moe in set(flags)}
+    flags = _structures(arch)
+    blocks = {structure: _block_shapes(arch, structure) for structure in set(flags)}
     tensors = [
         GgufTensor(s.name, s.category, None, s.ne0, s.rows, s.quantizable)
         for s in _embedding_shapes(arch)
@@ -532,13 +614,23 @@ class _QuantState:
     has_imatrix: bool
     n_attention_wv: int
     mxfp4_experts: bool
+    # Layers with an attn_v-like tensor when not every layer has one (hybrids, shared KV).
+    value_layers: tuple[int, ...] | None = None
 
 
 def _quant_state(arch: Architecture, gguf_type: str) -> _QuantState:
     """Importance matrices are assumed for the IQ types (llama-quantize requires one for
-    IQ1/IQ2/IQ3_XXS) and not for K- and legacy types. Every block has exactly one
-    ``attn_v``-like tensor (``attn_v``, fused ``attn_qkv`` or MLA's ``attn_kv_b``), so there are
-    ``n_layer`` of them."""
+    IQ1/IQ2/IQ3_XXS) and not for K- and legacy types. An attention block has one ``attn_v``-like
+    tensor (``attn_v``, fused ``attn_qkv`` or MLA's ``attn_kv_b``), a recurrent block or one
+    reusing another's keys and values none; ``i_attention_wv`` counts only those that exist."""
+    value_layers: tuple[int, ...] | None = None
+    if arch.mixer_kinds or arch.kv_shared_layers:
+        value_layers = tuple(
+            il
+            for il, (mixer, _mlp, reuses) in enumerate(_structures(arch))
+            if mixer == "attention"
+            and (not reuses or arch.attention_kind == "mla" or arch.model_type in _FUSED_QKV)
+        )
     return _QuantState(
         ftype=gguf_type,
         n_layer=arch.num_layers,
@@ -548,8 +640,9 @@ def _quant_state(arch: Architecture, gguf_type: str) -> _QuantState:
         is_70b=arch.model_type == "llama" and arch.num_layers == 80,
         tied=arch.tie_word_embeddings,
         has_imatrix=gguf_type.startswith("IQ"),
-        n_attention_wv=arch.num_layers,
+        n_attention_wv=arch.num_layers if value_layers is None else len(value_layers),
         mxfp4_experts=arch.model_type in _MXFP4_EXPERTS,
+        value_layers=value_layers,
     )
 
 
@@ -704,7 +797,13 @@ def _layer_choices(qs: _QuantState) -> tuple[tuple[str, str], ...]:
     base = _DEFAULT_TYPE[qs.ftype]
     if qs.ftype in _FLOAT_FILES or qs.ftype == "MXFP4":
         return ((base, base),) * qs.n_layer
-    place = _name_order(qs.n_layer)
+    if qs.value_layers is None:
+        place = _name_order(qs.n_layer)
+    else:
+        # i_attention_wv counts the attn_v-like tensors that exist, in the loader's name order.
+        place = array("I", bytes(4 * qs.n_layer))
+        for i, il in enumerate(sorted(qs.value_layers, key=str)):
+            place[il] = i
     pairs: dict[tuple[str, str], tuple[str, str]] = {}  # one tuple per distinct pair, not per layer
     choices = []
     for il in range(qs.n_layer):
@@ -930,7 +1029,7 @@ def _mixed_layers(arch: Architecture) -> CacheLayers:
 
 
 # A block class: MoE or dense, and its layer's choices for attn_v and ffn_down (_layer_choices).
-_BlockClass = tuple[bool, tuple[str, str]]
+_BlockClass = tuple[_Structure, tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -948,8 +1047,8 @@ class _FileTypes:
 @lru_cache(maxsize=256)
 def _file_types(
     qs: _QuantState,
-    moe_flags: tuple[bool, ...],
-    blocks: tuple[tuple[bool, _Signature], ...],
+    moe_flags: tuple[_Structure, ...],
+    blocks: tuple[tuple[_Structure, _Signature], ...],
     embeddings: _Signature,
     outputs: _Signature,
 ) -> _FileTypes:
@@ -1030,8 +1129,8 @@ def gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
 def _gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
     qs = _quant_state(arch, gguf_type)
     embeddings, outputs = _embedding_shapes(arch), _output_shapes(arch)
-    flags = _moe_flags(arch)
-    shapes = {moe: _block_shapes(arch, moe) for moe in sorted(set(flags))}
+    flags = _structures(arch)
+    shapes = {structure: _block_shapes(arch, structure) for structure in sorted(set(flags))}
     types = _file_types(
         qs,
         flags,
