@@ -12,6 +12,7 @@ import statistics
 
 import pytest
 
+from calculator.estimator.architecture import Architecture
 from calculator.estimator.runtimes.llama_cpp import (
     GGUF_TYPES,
     LlamaCppOptions,
@@ -23,6 +24,7 @@ from calculator.estimator.runtimes.llama_cpp import (
     most_gpu_layers_that_fit,
     tensor_bytes,
 )
+from tests.conftest import load_validation_config
 from validation.runtime_logs import PUBLISHED, architecture, llama_cpp_rows
 
 MIB = 1 << 20
@@ -334,3 +336,27 @@ def test_fewest_expert_layers_in_ram_is_the_smallest_that_fits():
     assert fewest_cpu_moe_layers_that_fit(llama3_8b(), options, card) is None
     # Attention, KV and the output head alone exceed 1 GiB: no --n-cpu-moe fits.
     assert fewest_cpu_moe_layers_that_fit(arch, options, 1 * GIB) is None
+
+
+@pytest.mark.parametrize(
+    ("n_ctx", "swa_full", "mib"),
+    [
+        # 5 full layers x 2 KV heads x 512 (K + V: 4,096 bytes a cell in f16) over n_ctx cells,
+        # 25 sliding layers x 8 KV heads x 256 (8,192 bytes a cell) over pad(1024 + 512, 256) =
+        # 1,536 cells (llama-kv-cache-iswa.cpp, one slot).
+        (4096, False, (5 * 4096 * 4096 + 25 * 8192 * 1536) / MIB),  # 380 MiB
+        (32768, False, (5 * 4096 * 32768 + 25 * 8192 * 1536) / MIB),  # 940 MiB
+        (131072, False, (5 * 4096 * 131072 + 25 * 8192 * 1536) / MIB),  # 2,860 MiB
+        (4096, True, (5 * 4096 * 4096 + 25 * 8192 * 4096) / MIB),  # 880 MiB
+    ],
+)
+def test_gemma_4_kv_per_layer_shapes_and_windows(n_ctx, swa_full, mib):
+    # Gemma 4 26B-A4B (validation/configs/gemma-4-26b-a4b-text.json: 30 layers, 5 sliding : 1
+    # full, window 1024, 8 KV heads of 256 on sliding layers, 2 global KV heads of 512 on full
+    # ones). Cross-check: the issue measured the old count (every layer full, 8 x 256:
+    # 30 x 8,192 bytes a cell) +153%, +717% and +974% above llama.cpp's own allocation at 4k,
+    # 32k and 128k, and +9% with --swa-full: 960/2.53 = 379, 7,680/8.17 = 940, 30,720/10.74 =
+    # 2,860, 960/1.09 = 881 MiB.
+    arch = Architecture.from_hf_config(load_validation_config("gemma-4-26b-a4b-text"))
+    options = LlamaCppOptions(n_ctx=n_ctx, n_parallel=1, swa_full=swa_full)
+    assert estimate_llama_cpp(arch, options).kv_buffer.total / MIB == mib
