@@ -142,6 +142,21 @@ def test_mla_caches_the_latent_as_k_and_no_v():
     arch = architecture("deepseek-v2-lite")
     result = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=4096, n_parallel=1))
     assert result.kv_buffer.total == 27 * 576 * 2 * 4096
+    # The issue measured the old count (K 576 + V 512 a layer) 89% above llama.cpp's own for
+    # Kimi K2 and GLM-4.7-Flash: 1,088 / 576 = 1.889.
+
+
+def test_sparse_attention_adds_the_indexer_keys():
+    # DeepSeek-V3.2 (presets/models/deepseek.json: 61 layers, kv_lora_rank 512, rope 64,
+    # index_head_dim 128, an indexer in every layer): llama_kv_cache_dsa @ 0c1e570 keeps the MLA
+    # cache (576-wide K, no V) and an indexer key cache of one 128-wide head, both in type_k.
+    # The issue measured the old count (1,088 a layer) 55% above llama.cpp's: 1,088 / 704 = 1.545.
+    arch = architecture("deepseek-v3.2")
+    f16 = estimate_llama_cpp(arch, LlamaCppOptions(n_ctx=4096, n_parallel=1))
+    assert f16.kv_buffer.total == 61 * (576 + 128) * 2 * 4096
+    q8 = LlamaCppOptions(n_ctx=4096, n_parallel=1, cache_type_k="q8_0", cache_type_v="q8_0")
+    # q8_0: 34 bytes per 32 values; 576 and 128 are whole blocks.
+    assert estimate_llama_cpp(arch, q8).kv_buffer.total == 61 * (18 + 4) * 34 * 4096
 
 
 def test_hybrid_keeps_kv_on_attention_layers_and_f32_recurrent_state():
