@@ -59,6 +59,9 @@ ARCHS: dict[str, tuple[str, bool]] = {
     "falcon-mamba-7b": ("validation/configs/falcon-mamba-7b.json", False),
 }
 
+# the checkpoint's MTP layer is exported by default, but transformers builds no MTP weights
+CONVERTER_FLAGS = {"qwen3-next-80b-a3b": ["--no-mtp"], "qwen3.5-27b": ["--no-mtp"]}
+
 N_CTX = (4096, 32768, 131072)
 N_SEQ = (1, 4)
 CACHE = ("f16", "q8_0")
@@ -138,6 +141,7 @@ def run_case(gguf: Path, n_ctx: int, n_seq: int, cache: str, swa_full: bool) -> 
         "compute_buffer_bytes": res["compute_buffer_bytes"],
         "n_ctx": res["n_ctx"],
         "n_ctx_seq": res["n_ctx_seq"],
+        "by_buffer_type": res["by_buffer_type"],
         "kv_caches": kv_caches,
         "rs_caches": rs_caches,
     }
@@ -175,13 +179,22 @@ def measure_arch(name: str, cfg_rel: str, has_swa: bool, outtype: str) -> list[d
     cfg_path.write_text(json.dumps(config))
     gguf = GGUF_DIR / f"{name}-{outtype}.gguf"
     if not gguf.exists():
-        p = subprocess.run([sys.executable, str(HERE / "make_gguf.py"), str(cfg_path), str(gguf), "--outtype", outtype],
+        p = subprocess.run([sys.executable, str(HERE / "make_gguf.py"), str(cfg_path), str(gguf), "--outtype", outtype,
+                            *CONVERTER_FLAGS.get(name, [])],
                            capture_output=True, text=True)
         if p.returncode != 0:
             gguf.unlink(missing_ok=True)
             return [{"id": f"{name}/convert", "architecture": config.get("model_type"), "config_source": cfg_rel,
                      "error": "conversion failed", "log_lines": p.stderr.strip().splitlines()[-6:]}]
+    if config.get("model_type") == "gpt_oss":
+        # the converter keeps the checkpoint's MXFP4 experts (conversion/gpt_oss.py)
+        mx = GGUF_DIR / f"{name}-mxfp4.gguf"
+        if not mx.exists():
+            subprocess.run([sys.executable, str(HERE / "quant_gguf.py"), str(gguf), str(mx), "MXFP4_EXPERTS"], check=True)
+        gguf = mx
     info = gguf_info(gguf)
+    if name in CONVERTER_FLAGS:
+        info["converter_flags"] = CONVERTER_FLAGS[name]
     if CONVERT_ONLY:
         return []
     cases = []
@@ -195,6 +208,23 @@ def measure_arch(name: str, cfg_rel: str, has_swa: bool, outtype: str) -> list[d
                                   "gguf": info, **c})
                     if "error" in c:
                         return cases
+    if config.get("model_type") == "gpt_oss":
+        return cases
+    # quantized files: the model buffer is what changes; one context point each
+    for qtype in ("Q8_0", "Q4_K_M"):
+        q = GGUF_DIR / f"{name}-{qtype.lower()}.gguf"
+        if not q.exists():
+            p = subprocess.run([sys.executable, str(HERE / "quant_gguf.py"), str(gguf), str(q), qtype],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                q.unlink(missing_ok=True)
+                cases.append({"id": f"{name}/{qtype}", "architecture": config.get("model_type"), "config_source": cfg_rel,
+                              "error": "llama-quantize --dry-run failed", "log_lines": p.stderr.strip().splitlines()[-4:]})
+                continue
+        qinfo = gguf_info(q)
+        c = run_case(q, 4096, 1, "f16", False)
+        cases.append({"id": f"{name}/{qinfo['file_type']}/ctx4096/seq1/f16", "architecture": config.get("model_type"),
+                      "config_source": cfg_rel, "gguf": {**qinfo, "tensor_types_from": "llama-quantize --dry-run"}, **c})
     return cases
 
 

@@ -37,13 +37,21 @@ def chosen_types(src: Path, qtype: str) -> dict[str, str]:
     return out
 
 
+def mxfp4_expert_types(src: Path) -> dict[str, str]:
+    """gpt-oss: the converter writes the checkpoint's MXFP4 experts as MXFP4 (conversion/gpt_oss.py)."""
+    r = gguf.GGUFReader(src)
+    return {t.name: "MXFP4" for t in r.tensors if "_exps.weight" in t.name}
+
+
 def main() -> None:
     src, dst, qtype = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-    types = chosen_types(src, qtype)
+    if qtype == "MXFP4_EXPERTS":
+        types, ftype = mxfp4_expert_types(src), gguf.LlamaFileType.MOSTLY_MXFP4_MOE
+    else:
+        types, ftype = chosen_types(src, qtype), gguf.LlamaFileType["MOSTLY_" + qtype]
     r = gguf.GGUFReader(src)
     arch = r.fields["general.architecture"].contents()
     w = gguf.GGUFWriter(dst, arch)
-    ftype = gguf.LlamaFileType["MOSTLY_" + qtype]
     for f in r.fields.values():
         if f.name.startswith("GGUF.") or f.name in ("general.architecture", "general.file_type"):
             continue
@@ -56,7 +64,12 @@ def main() -> None:
         shape = [int(x) for x in reversed(t.shape.tolist())]  # reader gives ggml order; writer wants numpy order
         block, type_size = gguf.GGML_QUANT_SIZES[qt]
         nbytes = int(np.prod(shape)) // block * type_size
-        w.add_tensor_info(t.name, shape, np.dtype(np.uint8), nbytes, raw_dtype=qt)
+        if qt not in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16, gguf.GGMLQuantizationType.BF16):
+            shape = [*shape[:-1], shape[-1] // block * type_size]  # the writer takes a quantized tensor's byte shape
+            w.add_tensor_info(t.name, shape, np.dtype(np.uint8), nbytes, raw_dtype=qt)
+        else:
+            w.add_tensor_info(t.name, shape, np.dtype({"F32": np.float32, "F16": np.float16}.get(qt.name, np.uint16)),
+                              nbytes, raw_dtype=qt)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
