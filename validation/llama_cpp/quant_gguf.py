@@ -81,7 +81,7 @@ def main() -> None:
     fout.truncate(end)
     w.close()
     missing = [t.name for t in r.tensors if t.name not in types]
-    print(f"{dst}: {len(types)} tensors typed by llama-quantize, {len(missing)} kept as they were")
+    print(f"{dst}: {len(types)} tensors retyped, {len(missing)} kept as they were")
 
 
 if __name__ == "__main__":
