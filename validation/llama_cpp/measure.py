@@ -90,8 +90,15 @@ def mib(x: str) -> int:
     return round(float(x) * MIB)
 
 
+_DROP = re.compile(r"^(create_tensor|llama_graph_n_input_tensors|llama_model_loader|print_info)")
+
+
+def keep_line(ln: str) -> bool:
+    return bool(_KEEP.search(ln)) and not _DROP.search(ln)
+
+
 def parse_log(log: str) -> tuple[list[str], list[dict], list[dict]]:
-    lines = [ln.rstrip() for ln in log.splitlines() if _KEEP.search(ln)]
+    lines = [ln.rstrip() for ln in log.splitlines() if keep_line(ln)]
     kv_caches: list[dict] = []
     rs_caches: list[dict] = []
     label = "kv"
