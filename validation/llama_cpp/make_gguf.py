@@ -20,7 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-LLAMA_CPP_SRC = Path(os.environ.get("LLAMA_CPP_SRC", "/tmp/lcp/llama_cpp_python-0.3.36/vendor/llama.cpp"))
+LLAMA_CPP_SRC = Path(
+    os.environ.get("LLAMA_CPP_SRC", "/tmp/lcp/llama_cpp_python-0.3.36/vendor/llama.cpp")
+)
 sys.path.append(str(LLAMA_CPP_SRC / "gguf-py"))
 sys.path.append(str(LLAMA_CPP_SRC))  # after site-packages: its models/ folder would shadow imports
 
@@ -63,13 +65,19 @@ def hf_tensor_shapes(config: dict) -> tuple[str, dict[str, tuple[list[int], torc
     return type(model).__name__, out
 
 
-def unfuse_experts(tensors: dict[str, tuple[list[int], torch.dtype]]) -> dict[str, tuple[list[int], torch.dtype]]:
+def unfuse_experts(
+    tensors: dict[str, tuple[list[int], torch.dtype]],
+) -> dict[str, tuple[list[int], torch.dtype]]:
     """transformers 5 fuses the experts into 3D parameters; published checkpoints keep one tensor
     per expert (`experts.{e}.gate_proj.weight` ...), which is what the converter expects."""
     out: dict[str, tuple[list[int], torch.dtype]] = {}
     for name, (shape, dtype) in tensors.items():
         base, _, leaf = name.rpartition(".")
-        if base.endswith("experts") and leaf in ("gate_up_proj", "up_proj", "down_proj") and len(shape) == 3:
+        if (
+            base.endswith("experts")
+            and leaf in ("gate_up_proj", "up_proj", "down_proj")
+            and len(shape) == 3
+        ):
             n_exp = shape[0]
             for e in range(n_exp):
                 if leaf == "gate_up_proj":
@@ -83,14 +91,19 @@ def unfuse_experts(tensors: dict[str, tuple[list[int], torch.dtype]]) -> dict[st
     return out
 
 
-def gemma3n_shared_kv_tensors(tensors: dict[str, tuple[list[int], torch.dtype]]) -> dict[str, tuple[list[int], torch.dtype]]:
+def gemma3n_shared_kv_tensors(
+    tensors: dict[str, tuple[list[int], torch.dtype]],
+) -> dict[str, tuple[list[int], torch.dtype]]:
     """transformers 5 builds no k/v projections for Gemma 3n's KV-shared layers, but the published
     checkpoint has them and llama.cpp loads them; add them with layer 0's shapes."""
     import re
 
     out = dict(tensors)
-    first = {n.split("layers.0.", 1)[1]: v for n, v in tensors.items()
-             if re.search(r"layers\.0\.self_attn\.(k_proj|v_proj|k_norm|v_norm)", n)}
+    first = {
+        n.split("layers.0.", 1)[1]: v
+        for n, v in tensors.items()
+        if re.search(r"layers\.0\.self_attn\.(k_proj|v_proj|k_norm|v_norm)", n)
+    }
     prefix = next(n.split("layers.0.", 1)[0] for n in tensors if "layers.0.self_attn.q_proj" in n)
     n_layer = 1 + max(int(m[1]) for n in tensors if (m := re.search(r"layers\.(\d+)\.", n)))
     for il in range(n_layer):
@@ -99,9 +112,16 @@ def gemma3n_shared_kv_tensors(tensors: dict[str, tuple[list[int], torch.dtype]])
     return out
 
 
-def mixtral_checkpoint_names(tensors: dict[str, tuple[list[int], torch.dtype]]) -> dict[str, tuple[list[int], torch.dtype]]:
+def mixtral_checkpoint_names(
+    tensors: dict[str, tuple[list[int], torch.dtype]],
+) -> dict[str, tuple[list[int], torch.dtype]]:
     """Mixtral's published checkpoint names its MoE block `block_sparse_moe` with experts w1/w3/w2."""
-    ren = {".mlp.gate.": ".block_sparse_moe.gate.", "gate_proj.": "w1.", "up_proj.": "w3.", "down_proj.": "w2."}
+    ren = {
+        ".mlp.gate.": ".block_sparse_moe.gate.",
+        "gate_proj.": "w1.",
+        "up_proj.": "w3.",
+        "down_proj.": "w2.",
+    }
     out = {}
     for name, v in tensors.items():
         if ".mlp." in name:
@@ -137,7 +157,7 @@ def patch_writer() -> None:
         self.write_ti_data_to_file()
         for fout in self.fout:
             self.write_padding(fout, fout.tell())
-        for fout, tensors in zip(self.fout, self.tensors):
+        for fout, tensors in zip(self.fout, self.tensors, strict=False):
             end = fout.tell()
             for ti in tensors.values():
                 end += ti.nbytes
@@ -170,19 +190,28 @@ def convert(config_path: Path, out: Path, outtype: str, no_mtp: bool = False) ->
         hf_class, shapes = hf_tensor_shapes(config)
         # a config rebuilt with only the fields some reader needs lacks keys save_pretrained writes
         # (e.g. rms_norm_eps); fill the missing top-level ones from transformers' config class
-        import transformers
-
         for k, v in hf_config(config).to_dict().items():
             config.setdefault(k, v)
-        if os.environ.get("UNFUSE_EXPERTS", "1") == "1" and config.get("model_type") not in ("gpt_oss", "gemma4"):
+        if os.environ.get("UNFUSE_EXPERTS", "1") == "1" and config.get("model_type") not in (
+            "gpt_oss",
+            "gemma4",
+        ):
             shapes = unfuse_experts(shapes)
         if config.get("model_type") in ("gemma3n", "gemma3n_text"):
             shapes = gemma3n_shared_kv_tensors(shapes)
         if config.get("model_type") == "mixtral":
             shapes = mixtral_checkpoint_names(shapes)
-        if config.get("model_type") == "lfm2_moe":  # its checkpoint names the experts' matrices w1/w3/w2
-            shapes = {n.replace(".gate_proj.", ".w1.").replace(".up_proj.", ".w3.").replace(".down_proj.", ".w2.")
-                      if ".experts." in n else n: v for n, v in shapes.items()}
+        if (
+            config.get("model_type") == "lfm2_moe"
+        ):  # its checkpoint names the experts' matrices w1/w3/w2
+            shapes = {
+                n.replace(".gate_proj.", ".w1.")
+                .replace(".up_proj.", ".w3.")
+                .replace(".down_proj.", ".w2.")
+                if ".experts." in n
+                else n: v
+                for n, v in shapes.items()
+            }
         # a config saved without `architectures` names its class through model_type alone
         if not config.get("architectures"):
             config["architectures"] = [hf_class]
@@ -191,17 +220,24 @@ def convert(config_path: Path, out: Path, outtype: str, no_mtp: bool = False) ->
         # Gemma's converter trims token_embd to the tokenizer's length; with no tokenizer we keep
         # vocab_size rows (a stand-in tokenizer.json of that length)
         global VOCAB_SIZE
-        VOCAB_SIZE = next(shape[0] for n, (shape, _) in shapes.items() if n.endswith("embed_tokens.weight"))
+        VOCAB_SIZE = next(
+            shape[0] for n, (shape, _) in shapes.items() if n.endswith("embed_tokens.weight")
+        )
         vocab = VOCAB_SIZE
-        (dir_model / "tokenizer.json").write_text(json.dumps(
-            {"model": {"vocab": {f"t{i}": i for i in range(vocab)}}, "added_tokens": []}))
+        (dir_model / "tokenizer.json").write_text(
+            json.dumps({"model": {"vocab": {f"t{i}": i for i in range(vocab)}}, "added_tokens": []})
+        )
         hparams = ModelBase.load_hparams(dir_model, False)
         arch = get_model_architecture(hparams, ModelType.TEXT)
         cls = get_model_class(arch, mmproj=False)
         cls.set_vocab = fake_vocab
         if no_mtp:
-            cls.no_mtp = True  # convert_hf_to_gguf.py --no-mtp: transformers builds no MTP weights to export
-        ftype = {"f16": gguf.LlamaFileType.MOSTLY_F16, "bf16": gguf.LlamaFileType.MOSTLY_BF16}[outtype]
+            cls.no_mtp = (
+                True  # convert_hf_to_gguf.py --no-mtp: transformers builds no MTP weights to export
+            )
+        ftype = {"f16": gguf.LlamaFileType.MOSTLY_F16, "bf16": gguf.LlamaFileType.MOSTLY_BF16}[
+            outtype
+        ]
         with torch.inference_mode():
             model = cls(dir_model, ftype, out)
             model.write()

@@ -106,36 +106,75 @@ def parse_log(log: str) -> tuple[list[str], list[dict], list[dict]]:
         if m := _LABEL.search(ln):
             label = m.group(1).strip()
         if m := _KV.search(ln):
-            kv_caches.append({
-                "cache": label, "cells": int(m[2]), "layers": int(m[3]), "seqs": int(m[5]),
-                "type_k": m[6], "k_bytes_from_mib": mib(m[7]), "type_v": m[8], "v_bytes_from_mib": mib(m[9]),
-                "size_bytes_from_mib": mib(m[1]),
-            })
+            kv_caches.append(
+                {
+                    "cache": label,
+                    "cells": int(m[2]),
+                    "layers": int(m[3]),
+                    "seqs": int(m[5]),
+                    "type_k": m[6],
+                    "k_bytes_from_mib": mib(m[7]),
+                    "type_v": m[8],
+                    "v_bytes_from_mib": mib(m[9]),
+                    "size_bytes_from_mib": mib(m[1]),
+                }
+            )
             label = "kv"
         if m := _RS.search(ln):
-            rs_caches.append({
-                "cells": int(m[2]), "layers": int(m[3]), "seqs": int(m[4]), "rs_seq": int(m[5]),
-                "type_r": m[6], "r_bytes_from_mib": mib(m[7]), "type_s": m[8], "s_bytes_from_mib": mib(m[9]),
-                "p_bytes_from_mib": mib(m[11]), "size_bytes_from_mib": mib(m[1]),
-            })
+            rs_caches.append(
+                {
+                    "cells": int(m[2]),
+                    "layers": int(m[3]),
+                    "seqs": int(m[4]),
+                    "rs_seq": int(m[5]),
+                    "type_r": m[6],
+                    "r_bytes_from_mib": mib(m[7]),
+                    "type_s": m[8],
+                    "s_bytes_from_mib": mib(m[9]),
+                    "p_bytes_from_mib": mib(m[11]),
+                    "size_bytes_from_mib": mib(m[1]),
+                }
+            )
     return lines, kv_caches, rs_caches
 
 
 def run_case(gguf: Path, n_ctx: int, n_seq: int, cache: str, swa_full: bool) -> dict:
     flash = cache != "f16"  # a quantized V cache needs flash attention; f16 runs without it
-    cmd = [str(BUILD / "lcpp_alloc"), str(gguf), str(n_ctx), str(n_seq), str(N_BATCH), str(N_UBATCH),
-           cache, cache, str(int(flash)), str(int(swa_full)), str(int(KV_UNIFIED))]
+    cmd = [
+        str(BUILD / "lcpp_alloc"),
+        str(gguf),
+        str(n_ctx),
+        str(n_seq),
+        str(N_BATCH),
+        str(N_UBATCH),
+        cache,
+        cache,
+        str(int(flash)),
+        str(int(swa_full)),
+        str(int(KV_UNIFIED)),
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    settings = {"n_ctx": n_ctx, "n_seq_max": n_seq, "n_batch": N_BATCH, "n_ubatch": N_UBATCH,
-                "cache_type_k": cache, "cache_type_v": cache, "flash_attn": flash, "swa_full": swa_full,
-                "kv_unified": KV_UNIFIED, "n_gpu_layers": 0}
+    settings = {
+        "n_ctx": n_ctx,
+        "n_seq_max": n_seq,
+        "n_batch": N_BATCH,
+        "n_ubatch": N_UBATCH,
+        "cache_type_k": cache,
+        "cache_type_v": cache,
+        "flash_attn": flash,
+        "swa_full": swa_full,
+        "kv_unified": KV_UNIFIED,
+        "n_gpu_layers": 0,
+    }
     lines, kv_caches, rs_caches = parse_log(p.stderr)
     try:
         res = json.loads(p.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         res = {"error": f"rc={p.returncode}"}
     if "error" in res:
-        tail = [ln for ln in p.stderr.splitlines() if "error" in ln.lower() or "failed" in ln.lower()][-5:]
+        tail = [
+            ln for ln in p.stderr.splitlines() if "error" in ln.lower() or "failed" in ln.lower()
+        ][-5:]
         return {"settings": settings, "error": res["error"], "log_lines": tail}
     rs = sum(c["size_bytes_from_mib"] for c in rs_caches)
     if rs_caches and not kv_caches:
@@ -156,7 +195,15 @@ def run_case(gguf: Path, n_ctx: int, n_seq: int, cache: str, swa_full: bool) -> 
 
 
 def gguf_info(path: Path) -> dict:
-    sys.path.insert(0, str(Path(os.environ.get("LLAMA_CPP_SRC", "/tmp/lcp/llama_cpp_python-0.3.36/vendor/llama.cpp")) / "gguf-py"))
+    sys.path.insert(
+        0,
+        str(
+            Path(
+                os.environ.get("LLAMA_CPP_SRC", "/tmp/lcp/llama_cpp_python-0.3.36/vendor/llama.cpp")
+            )
+            / "gguf-py"
+        ),
+    )
     import gguf
 
     r = gguf.GGUFReader(path)
@@ -166,8 +213,12 @@ def gguf_info(path: Path) -> dict:
     ft = r.fields.get("general.file_type")
     file_type = gguf.LlamaFileType(int(ft.parts[ft.data[0]][0])).name if ft else None
     arch = r.fields["general.architecture"]
-    return {"file_type": file_type, "llama_arch": bytes(arch.parts[arch.data[0]]).decode(),
-            "n_tensors": len(r.tensors), "tensor_type_counts": counts}
+    return {
+        "file_type": file_type,
+        "llama_arch": bytes(arch.parts[arch.data[0]]).decode(),
+        "n_tensors": len(r.tensors),
+        "tensor_type_counts": counts,
+    }
 
 
 def load_config(cfg_rel: str) -> dict:
@@ -186,18 +237,38 @@ def measure_arch(name: str, cfg_rel: str, has_swa: bool, outtype: str) -> list[d
     cfg_path.write_text(json.dumps(config))
     gguf = GGUF_DIR / f"{name}-{outtype}.gguf"
     if not gguf.exists():
-        p = subprocess.run([sys.executable, str(HERE / "make_gguf.py"), str(cfg_path), str(gguf), "--outtype", outtype,
-                            *CONVERTER_FLAGS.get(name, [])],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "make_gguf.py"),
+                str(cfg_path),
+                str(gguf),
+                "--outtype",
+                outtype,
+                *CONVERTER_FLAGS.get(name, []),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if p.returncode != 0:
             gguf.unlink(missing_ok=True)
-            return [{"id": f"{name}/convert", "architecture": config.get("model_type"), "config_source": cfg_rel,
-                     "error": "conversion failed", "log_lines": p.stderr.strip().splitlines()[-6:]}]
+            return [
+                {
+                    "id": f"{name}/convert",
+                    "architecture": config.get("model_type"),
+                    "config_source": cfg_rel,
+                    "error": "conversion failed",
+                    "log_lines": p.stderr.strip().splitlines()[-6:],
+                }
+            ]
     if config.get("model_type") == "gpt_oss":
         # the converter keeps the checkpoint's MXFP4 experts (conversion/gpt_oss.py)
         mx = GGUF_DIR / f"{name}-mxfp4.gguf"
         if not mx.exists():
-            subprocess.run([sys.executable, str(HERE / "quant_gguf.py"), str(gguf), str(mx), "MXFP4_EXPERTS"], check=True)
+            subprocess.run(
+                [sys.executable, str(HERE / "quant_gguf.py"), str(gguf), str(mx), "MXFP4_EXPERTS"],
+                check=True,
+            )
         gguf = mx
     info = gguf_info(gguf)
     if name in CONVERTER_FLAGS:
@@ -208,11 +279,20 @@ def measure_arch(name: str, cfg_rel: str, has_swa: bool, outtype: str) -> list[d
     for n_ctx in N_CTX:
         for n_seq in N_SEQ:
             for cache in CACHE:
-                for swa_full in ((False, True) if has_swa else (False,)):
+                for swa_full in (False, True) if has_swa else (False,):
                     c = run_case(gguf, n_ctx, n_seq, cache, swa_full)
-                    cid = f"{name}/{info['file_type']}/ctx{n_ctx}/seq{n_seq}/{cache}" + ("/swa_full" if swa_full else "")
-                    cases.append({"id": cid, "architecture": config.get("model_type"), "config_source": cfg_rel,
-                                  "gguf": info, **c})
+                    cid = f"{name}/{info['file_type']}/ctx{n_ctx}/seq{n_seq}/{cache}" + (
+                        "/swa_full" if swa_full else ""
+                    )
+                    cases.append(
+                        {
+                            "id": cid,
+                            "architecture": config.get("model_type"),
+                            "config_source": cfg_rel,
+                            "gguf": info,
+                            **c,
+                        }
+                    )
                     if "error" in c:
                         return cases
     if config.get("model_type") == "gpt_oss":
@@ -221,17 +301,34 @@ def measure_arch(name: str, cfg_rel: str, has_swa: bool, outtype: str) -> list[d
     for qtype in ("Q8_0", "Q4_K_M"):
         q = GGUF_DIR / f"{name}-{qtype.lower()}.gguf"
         if not q.exists():
-            p = subprocess.run([sys.executable, str(HERE / "quant_gguf.py"), str(gguf), str(q), qtype],
-                               capture_output=True, text=True)
+            p = subprocess.run(
+                [sys.executable, str(HERE / "quant_gguf.py"), str(gguf), str(q), qtype],
+                capture_output=True,
+                text=True,
+            )
             if p.returncode != 0:
                 q.unlink(missing_ok=True)
-                cases.append({"id": f"{name}/{qtype}", "architecture": config.get("model_type"), "config_source": cfg_rel,
-                              "error": "llama-quantize --dry-run failed", "log_lines": p.stderr.strip().splitlines()[-4:]})
+                cases.append(
+                    {
+                        "id": f"{name}/{qtype}",
+                        "architecture": config.get("model_type"),
+                        "config_source": cfg_rel,
+                        "error": "llama-quantize --dry-run failed",
+                        "log_lines": p.stderr.strip().splitlines()[-4:],
+                    }
+                )
                 continue
         qinfo = gguf_info(q)
         c = run_case(q, 4096, 1, "f16", False)
-        cases.append({"id": f"{name}/{qinfo['file_type']}/ctx4096/seq1/f16", "architecture": config.get("model_type"),
-                      "config_source": cfg_rel, "gguf": {**qinfo, "tensor_types_from": "llama-quantize --dry-run"}, **c})
+        cases.append(
+            {
+                "id": f"{name}/{qinfo['file_type']}/ctx4096/seq1/f16",
+                "architecture": config.get("model_type"),
+                "config_source": cfg_rel,
+                "gguf": {**qinfo, "tensor_types_from": "llama-quantize --dry-run"},
+                **c,
+            }
+        )
     return cases
 
 
@@ -248,7 +345,9 @@ def main() -> None:
     for name in names:
         cfg_rel, has_swa = ARCHS[name]
         new = measure_arch(name, cfg_rel, has_swa, "f16")
-        print(name, len(new), "cases", *[c.get("log_lines") for c in new if "error" in c], flush=True)
+        print(
+            name, len(new), "cases", *[c.get("log_lines") for c in new if "error" in c], flush=True
+        )
         keep.extend(new)
     if CONVERT_ONLY:
         return
@@ -272,8 +371,12 @@ def main() -> None:
                 "becomes 4 slots with kv_unified); flash_attn enabled for q8_0 caches (quantized V needs it), disabled "
                 "for f16; n_gpu_layers 0, CPU backend only; compute buffer is the CPU backend's with 1 thread."
             ),
-            "scripts": ["validation/llama_cpp/build.sh", "validation/llama_cpp/lcpp_alloc.cpp",
-                        "validation/llama_cpp/make_gguf.py", "validation/llama_cpp/measure.py"],
+            "scripts": [
+                "validation/llama_cpp/build.sh",
+                "validation/llama_cpp/lcpp_alloc.cpp",
+                "validation/llama_cpp/make_gguf.py",
+                "validation/llama_cpp/measure.py",
+            ],
             "date": datetime.date.today().isoformat(),
         },
         "cases": keep,

@@ -15,7 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-LLAMA_CPP_SRC = Path(os.environ.get("LLAMA_CPP_SRC", "/tmp/lcp/llama_cpp_python-0.3.36/vendor/llama.cpp"))
+LLAMA_CPP_SRC = Path(
+    os.environ.get("LLAMA_CPP_SRC", "/tmp/lcp/llama_cpp_python-0.3.36/vendor/llama.cpp")
+)
 BUILD = Path(os.environ.get("LLAMA_CPP_BUILD", "/tmp/lcp/build"))
 sys.path.append(str(LLAMA_CPP_SRC / "gguf-py"))
 
@@ -26,8 +28,11 @@ _LINE = re.compile(r"\]\s+(\S+)\s+- \[.*?\], type = +(\w+), size = .*?(?:\((\w+)
 
 
 def chosen_types(src: Path, qtype: str) -> dict[str, str]:
-    p = subprocess.run([str(BUILD / "bin" / "llama-quantize"), "--dry-run", str(src), qtype],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [str(BUILD / "bin" / "llama-quantize"), "--dry-run", str(src), qtype],
+        capture_output=True,
+        text=True,
+    )
     if p.returncode != 0:
         raise RuntimeError(p.stderr[-2000:])
     out: dict[str, str] = {}
@@ -61,15 +66,29 @@ def main() -> None:
     w.add_file_type(int(ftype))
     for t in r.tensors:
         qt = gguf.GGMLQuantizationType[types.get(t.name, t.tensor_type.name).upper()]
-        shape = [int(x) for x in reversed(t.shape.tolist())]  # reader gives ggml order; writer wants numpy order
+        shape = [
+            int(x) for x in reversed(t.shape.tolist())
+        ]  # reader gives ggml order; writer wants numpy order
         block, type_size = gguf.GGML_QUANT_SIZES[qt]
         nbytes = int(np.prod(shape)) // block * type_size
-        if qt not in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16, gguf.GGMLQuantizationType.BF16):
-            shape = [*shape[:-1], shape[-1] // block * type_size]  # the writer takes a quantized tensor's byte shape
+        if qt not in (
+            gguf.GGMLQuantizationType.F32,
+            gguf.GGMLQuantizationType.F16,
+            gguf.GGMLQuantizationType.BF16,
+        ):
+            shape = [
+                *shape[:-1],
+                shape[-1] // block * type_size,
+            ]  # the writer takes a quantized tensor's byte shape
             w.add_tensor_info(t.name, shape, np.dtype(np.uint8), nbytes, raw_dtype=qt)
         else:
-            w.add_tensor_info(t.name, shape, np.dtype({"F32": np.float32, "F16": np.float16}.get(qt.name, np.uint16)),
-                              nbytes, raw_dtype=qt)
+            w.add_tensor_info(
+                t.name,
+                shape,
+                np.dtype({"F32": np.float32, "F16": np.float16}.get(qt.name, np.uint16)),
+                nbytes,
+                raw_dtype=qt,
+            )
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()

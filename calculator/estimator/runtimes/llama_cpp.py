@@ -956,10 +956,16 @@ class CacheLayers:
     classes: _LayerClasses[_CacheClass]
     recurrent_layers: int
 
+    @property
+    def v_width_max(self) -> int:
+        """``n_embd_v_gqa_max``: the widest V of any layer."""
+        return max((m.v_width for m in self.classes.members), default=0)
+
     def kv_bytes_from(self, il: int, options: LlamaCppOptions, full: int, sliding: int) -> int:
         """KV bytes of layers ``il..n-1`` with ``full`` and ``sliding`` cells."""
+        v_max = self.v_width_max
         return self.classes.weighted_from(
-            il, (kv_layer_bytes(m, options, full, sliding) for m in self.classes.members)
+            il, (kv_layer_bytes(m, options, full, sliding, v_max) for m in self.classes.members)
         )
 
     def state_elements_from(self, il: int) -> int:
@@ -967,15 +973,20 @@ class CacheLayers:
         return self.classes.weighted_from(il, (m.state for m in self.classes.members))
 
 
-def kv_layer_bytes(layer: _CacheClass, options: LlamaCppOptions, full: int, sliding: int) -> int:
+def kv_layer_bytes(
+    layer: _CacheClass, options: LlamaCppOptions, full: int, sliding: int, v_max: int = 0
+) -> int:
     """One layer's K, V and indexer keys over its cells (a sliding layer takes the sliding
     cache's when there is one): ``ggml_row_size(type, width) · cells`` each, the indexer keys in
-    ``type_k`` (llama-kv-cache-dsa.cpp)."""
+    ``type_k`` (llama-kv-cache-dsa.cpp). Without flash attention V is stored transposed, and
+    every layer's V is padded to the widest (``n_embd_v_gqa_max``, TAG_V_CACHE_VARIABLE in
+    llama-kv-cache.cpp): Gemma 4's full-attention layers then keep V as wide as a sliding one."""
     if not layer.kv:
         return 0
     cells = sliding if layer.kv == "sliding" and sliding else full
     k = cache_row_bytes(options.cache_type_k, layer.k_width)
-    v = cache_row_bytes(options.cache_type_v, layer.v_width) if layer.v_width else 0
+    v_width = layer.v_width if options.flash_attention else max(layer.v_width, v_max)
+    v = cache_row_bytes(options.cache_type_v, v_width) if layer.v_width else 0
     index = cache_row_bytes(options.cache_type_k, layer.index_width) if layer.index_width else 0
     return (k + v + index) * cells
 
