@@ -155,7 +155,16 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
         qkv_consumers = 2  # q_a (or q) and kv_a read the normalised input
     keeps_input = trainable or s.quantized_base
     hidden_wide += _linear_input_saved(h, qkv_consumers, s, trainable=keeps_input)
-    hidden_wide += _lora_saved(h, s, _adapted(s, "q_proj", "k_proj", "v_proj"))
+    if arch.attention_kind == "mla":
+        # q_a (or q) and kv_a read the normalised input; q_b reads the q latent, kv_b the kv one.
+        reads_hidden = _adapted(s, "q_a_proj", "kv_a_proj_with_mqa")
+        reads_hidden += 0 if arch.q_lora_rank else _adapted(s, "q_proj")
+        hidden_wide += _lora_saved(h, s, reads_hidden)
+        if arch.q_lora_rank:
+            per_token += _lora_saved(arch.q_lora_rank, s, _adapted(s, "q_proj"))
+        per_token += _lora_saved(arch.kv_lora_rank or 0, s, _adapted(s, "k_proj"))
+    else:
+        hidden_wide += _lora_saved(h, s, _adapted(s, "q_proj", "k_proj", "v_proj", "qkv_proj"))
 
     if arch.attention_kind == "mla":
         rank = arch.kv_lora_rank or 0
@@ -201,6 +210,17 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     return total
 
 
+def runs_every_expert(arch: Architecture) -> bool:
+    """Whether transformers runs every routed expert on every token.
+
+    Llama 4's ``Llama4TextMoe.forward`` (modeling_llama4.py, transformers 5.24.0) repeats the
+    hidden states once per expert (``hidden_states.repeat(num_experts, 1)``), scales each copy by
+    its router score (zero for the experts a token did not pick) and runs ``Llama4TextExperts``
+    as two ``torch.bmm`` over all experts: ``num_experts`` times the tokens, not ``top_k``.
+    """
+    return arch.model_type in {"llama4_text", "llama4"}
+
+
 def _mlp_bytes(arch: Architecture, s: Setting, index: int, *, trainable: bool) -> float:
     """Per-token bytes the MLP (dense or MoE) keeps."""
     p = s.act_bytes
@@ -220,7 +240,15 @@ def _mlp_bytes(arch: Architecture, s: Setting, index: int, *, trainable: bool) -
             kept = act_saved * p * inner + (p * inner if keeps_input else 0.0)
         return kept + _lora_saved(int(inner), s, _adapted(s, "down_proj"))
 
-    if arch.is_moe_layer(index):
+    if arch.is_moe_layer(index) and runs_every_expert(arch):
+        # Per expert copy: the repeated input the router-score multiply keeps, its product (the
+        # first bmm's input, when the experts train) and the gated MLP's interior.
+        copies = arch.num_experts
+        saved += FP32 * 2 * arch.num_experts
+        saved += copies * (p * h * (2 if keeps_input else 1) + dense(arch.moe_intermediate_size))
+        if arch.shared_expert_intermediate_size:
+            saved += dense(arch.shared_expert_intermediate_size)
+    elif arch.is_moe_layer(index):
         k = arch.experts_per_token
         saved += FP32 * 2 * arch.num_experts  # router logits and fp32 softmax
         saved += k * (p * h + dense(arch.moe_intermediate_size))
@@ -235,7 +263,9 @@ def _mlp_input_bytes(arch: Architecture, s: Setting, *, trainable: bool) -> floa
     """Per-token bytes the MLP's input linears keep of the normalised hidden state."""
     mlp_consumers = 2 if arch.mlp_gated else 1
     saved = _linear_input_saved(arch.hidden_size, mlp_consumers, s, trainable=trainable)
-    return saved + _lora_saved(arch.hidden_size, s, _adapted(s, "gate_proj", "up_proj"))
+    return saved + _lora_saved(
+        arch.hidden_size, s, _adapted(s, "gate_proj", "up_proj", "gate_up_proj")
+    )
 
 
 def _eager_scores_saved(arch: Architecture, s: Setting) -> float:
@@ -296,7 +326,12 @@ def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> fl
         scores = s.batch * heads * s.seq * s.seq
         attention += 8.0 * scores  # scores, fp32 softmax and its cast live together
         attention += p * tokens * 2 * q_width  # repeated K/V
-    if arch.is_moe_layer(index):
+    if arch.is_moe_layer(index) and runs_every_expert(arch):
+        # Every expert on every token: the scaled copies of the input, the first bmm's
+        # gate/up output, act(gate) and its product with up live together (``runs_every_expert``).
+        inner = arch.moe_intermediate_size / s.plan.tp
+        mlp = p * tokens * arch.num_experts * (h + 4 * inner)
+    elif arch.is_moe_layer(index):
         k = arch.experts_per_token
         inner = arch.moe_intermediate_size / s.plan.tp
         mlp = p * tokens * (k * 3 * inner + 2 * k * h) + FP32 * tokens * 2 * arch.num_experts

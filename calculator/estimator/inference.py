@@ -8,6 +8,7 @@ from calculator.estimator.architecture import Architecture, RecurrentState
 from calculator.estimator.checkpoint import checkpoint_weight_bytes, note_checkpoint_bytes
 from calculator.estimator.kv_cache import (
     cached_tokens,
+    kv_bytes_per_token,
     kv_cache_bytes,
     recurrent_layer_bytes,
     recurrent_state_bytes,
@@ -216,12 +217,12 @@ def cache_by_layer_kind(
     layer type (``DynamicLayer``, ``DynamicSlidingWindowLayer``, ``LinearAttentionLayer`` in
     ``cache_utils.py``); the byte counts are those of ``kv_cache_bytes`` and
     ``recurrent_layer_bytes``."""
-    kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
-    per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * kv_bytes
+    per_token = kv_bytes_per_token(arch, bytes_per_element=kv_bytes, plan=plan)
     if not (arch.mixer_kinds or arch.parallel_recurrent or arch.kv_shared_layers):
-        # Attention everywhere: full layers keep every token, sliding ones the window.
+        # Attention everywhere: after the prefill, sliding layers still hold the whole prompt
+        # (``kv_cache.cached_tokens``).
         sliding = arch.sliding_layer_count
-        window = min(seq_len, arch.sliding_window or seq_len)
+        window = seq_len
         summary = []
         if arch.num_layers - sliding:
             full_bytes = int(batch * (arch.num_layers - sliding) * seq_len * per_token)
