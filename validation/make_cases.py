@@ -163,6 +163,7 @@ ISSUE27_CASES = [
     ("preset-phi-4", req("inference", "bf16", b=1, s=16384)),
     ("preset-phi-4", req("inference", "bf16", b=4, s=2048)),
     ("preset-gpt-oss-20b", req("inference", "bf16", b=1, s=8192, attn="eager")),
+    ("preset-gpt-oss-20b", req("inference", "bf16", b=1, s=8192)),
     ("preset-gpt-oss-20b", req("inference", "bf16", b=2, s=4096, attn="eager")),
     ("mistral-7b-v0.1", req("inference", "bf16", b=4, s=16384)),
     ("preset-gemma-3-1b", req("inference", "bf16", b=2, s=16384)),

@@ -289,7 +289,7 @@ class _MemEfficientSDPA(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
-        q, k, v, out, lse = ctx.saved_tensors
+        q, k, v, _out, lse = ctx.saved_tensors
         delta = torch.empty(lse.shape, dtype=torch.float32, device=q.device)
         grads = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         del delta

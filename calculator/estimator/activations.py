@@ -117,6 +117,26 @@ def layer_samples(arch: Architecture) -> list[int]:
     return [index for index, _count in arch.layer_kinds]
 
 
+def attention_that_runs(arch: Architecture, requested: str) -> str:
+    """The attention transformers runs for a requested one.
+
+    gpt-oss has no SDPA path in transformers 5.24.0 (``GptOssPreTrainedModel._supports_sdpa =
+    False``: its attention sinks need a kernel that takes them, modeling_gpt_oss.py), and a
+    request for SDPA builds the model with eager attention, so "flash" runs eager there.
+    """
+    if arch.model_type == "gpt_oss":
+        return "eager"
+    return requested
+
+
+def eager_masks(arch: Architecture) -> int:
+    """Additive (b, 1, s, s) masks eager attention holds: one per attention kind, since
+    transformers builds the full causal and the sliding-window mask separately when a model
+    has both kinds of layers (``create_causal_mask`` and ``create_sliding_window_causal_mask``,
+    masking_utils.py)."""
+    return 2 if 0 < arch.sliding_layer_count < arch.num_layers else 1
+
+
 def materialises_scores(arch: Architecture, s: Setting) -> bool:
     """Whether attention holds the (batch, heads, seq, seq) score matrix.
 
@@ -273,6 +293,10 @@ def _eager_scores_saved(arch: Architecture, s: Setting) -> float:
     heads = s.plan.heads_per_gpu(arch.num_attention_heads)
     scores = s.batch * heads * s.seq * s.seq
     per_score = FP32 + (s.act_bytes if s.act_bytes != FP32 else 0.0)
+    if arch.attention_sinks:
+        # gpt-oss: the softmax runs in the compute dtype and only its output is saved (the
+        # attention weights are a view of it).
+        per_score = s.act_bytes
     if arch.attention_dropout and s.training:
         per_score += MASK + s.act_bytes
     return per_score * scores
@@ -297,7 +321,7 @@ def model_level_bytes(arch: Architecture, s: Setting) -> float:
     if arch.embedding_dropout and s.training:
         total += MASK * h * tokens
     if s.attention == "eager":
-        total += s.act_bytes * s.batch * s.seq * s.seq  # the additive causal mask
+        total += eager_masks(arch) * s.act_bytes * s.batch * s.seq * s.seq  # additive masks
     return total
 
 
@@ -324,7 +348,13 @@ def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> fl
     attention = p * tokens * (3 * q_width + 2 * kv_width + 2 * out_width)
     if materialises_scores(arch, s):
         scores = s.batch * heads * s.seq * s.seq
-        attention += 8.0 * scores  # scores, fp32 softmax and its cast live together
+        if arch.attention_sinks:
+            # gpt-oss's eager_attention_forward: the scaled scores, the logits with the sink
+            # column concatenated and their max-subtracted copy, all in the compute dtype, the
+            # softmax too (``dtype=combined_logits.dtype``), so three score tensors at most.
+            attention += 3 * p * scores
+        else:
+            attention += 8.0 * scores  # scores, fp32 softmax and its cast live together
         attention += p * tokens * 2 * q_width  # repeated K/V
     if arch.is_moe_layer(index) and runs_every_expert(arch):
         # Every expert on every token: the scaled copies of the input, the first bmm's
@@ -343,16 +373,23 @@ def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> fl
         # activation's; GPT-2's python "gelu_new" keeps 0.5·x and two chain temporaries too.
         plain = 4 if arch.hidden_act == "gelu_new" else 2
         mlp = p * tokens * inner * (3 if arch.mlp_gated else plain)
+    mask = 0.0
     if (
         s.attention == "flash"
         and s.seq > (arch.sliding_window or s.seq)
         and arch.sliding_layer_count
     ):
-        # A window shorter than the prompt needs an explicit (b, 1, s, s) boolean mask, which
-        # SDPA converts to an additive mask in the compute dtype; with a mask, transformers
-        # repeats K/V to every head instead of using SDPA's grouped-query path.
-        attention += (1 + p) * s.batch * s.seq * s.seq + 2 * p * tokens * q_width
-    return stream + max(norm, attention, mlp)
+        # A window shorter than the prompt needs an explicit boolean mask, built once for the
+        # whole forward: one (s, s) plane expanded over the batch (masking_utils.sdpa_mask
+        # broadcasts a batch-independent mask function, transformers 5.24.0). In the sliding
+        # layers SDPA converts it to a (b, 1, s, s) additive mask in the compute dtype, and
+        # with a mask transformers repeats K/V to every head instead of using SDPA's
+        # grouped-query path (sdpa_attention.use_gqa_in_sdpa): at the call the rotated q, the
+        # repeated K/V, that mask and the output are live.
+        mask = 1.0 * s.seq * s.seq
+        masked = p * tokens * (q_width + out_width + 2 * q_width) + p * s.batch * s.seq * s.seq
+        attention = max(attention, masked)
+    return stream + mask + max(norm, attention, mlp)
 
 
 def backward_layer_working_bytes(arch: Architecture, s: Setting, index: int) -> float:

@@ -148,7 +148,7 @@ def _prefill_activations(request: EstimateRequest, arch: Architecture, plan: Pla
         act_bytes=p,
         residual_bytes=p,
         autocast=False,
-        attention=request.attention,
+        attention=act.attention_that_runs(arch, request.attention),
         training=False,
         frozen_base=True,
         plan=plan,
@@ -156,8 +156,9 @@ def _prefill_activations(request: EstimateRequest, arch: Architecture, plan: Pla
     layer_peak = max(
         act.inference_layer_peak_bytes(arch, setting, index) for index in act.layer_samples(arch)
     )
-    if request.attention == "eager":
-        layer_peak += p * request.batch_size * request.seq_len**2  # the additive causal mask
+    if setting.attention == "eager":
+        # The additive causal masks (``activations.eager_masks``).
+        layer_peak += act.eager_masks(arch) * p * request.batch_size * request.seq_len**2
     return layer_peak
 
 
