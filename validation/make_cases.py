@@ -168,31 +168,28 @@ ISSUE27_CASES = [
     ("mistral-7b-v0.1", req("inference", "bf16", b=4, s=16384)),
     ("preset-gemma-3-1b", req("inference", "bf16", b=2, s=16384)),
     ("preset-command-r7b", req("inference", "bf16", b=1, s=16384)),
-    (
-        "preset-deepseek-v2-lite",
-        fused(req("lora", "bf16", b=2, s=2048, lora=(16, ["q_proj", "kv_b_proj"]))),
-    ),
-    (
-        "preset-deepseek-v2-lite",
-        fused(req("full_finetune", "bf16", opt="sgd", b=1, s=4096, gc=True)),
-    ),
-    (
-        "preset-glm-4.7-flash",
-        fused(req("lora", "bf16", b=1, s=4096, lora=(16, ["q_b_proj", "kv_b_proj"]))),
-    ),
-    ("llama-4-scout-text", fused(req("lora", "bf16", b=1, s=2048, lora=(16, QV)))),
-    ("olmo-3-1125-32b", fused(req("lora", "bf16", b=2, s=2048, lora=(16, QV)))),
-    ("olmo-3-1125-32b", fused(req("full_finetune", "bf16", opt="sgd", b=2, s=4096, gc=True))),
+    ("preset-gemma-3-1b", fused(req("full_finetune", "bf16", b=4, s=2048))),
     ("preset-phi-4", fused(req("lora", "bf16", b=2, s=2048, lora=(16, ["qkv_proj"])))),
     (
         "preset-phi-4",
         fused(req("lora", "bf16", b=1, s=4096, lora=(8, ["qkv_proj", "gate_up_proj"]))),
     ),
-    ("preset-phi-4", fused(req("full_finetune", "bf16", b=2, s=2048, gc=True))),
-    ("preset-gpt-oss-20b", fused(req("lora", "bf16", b=1, s=4096, attn="eager", lora=(16, QV)))),
-    ("preset-gemma-3-1b", fused(req("full_finetune", "bf16", b=4, s=2048))),
-    ("mistral-7b-v0.1", fused(req("lora", "bf16", b=2, s=8192, lora=(16, QV)))),
     ("preset-command-r7b", fused(req("lora", "bf16", b=1, s=8192, lora=(16, QV)))),
+    ("mistral-7b-v0.1", fused(req("lora", "bf16", b=2, s=8192, lora=(16, QV)))),
+    ("olmo-3-1125-32b", fused(req("lora", "bf16", b=2, s=2048, lora=(16, QV)))),
+    ("preset-phi-4", fused(req("full_finetune", "bf16", opt="sgd", b=1, s=2048))),
+    ("preset-gemma-3-1b", fused(req("lora", "bf16", b=4, s=4096, lora=(16, AL)))),
+    ("olmo-3-1125-32b", fused(req("full_finetune", "bf16", opt="sgd", b=1, s=2048))),
+    ("llama-4-scout-text", fused(req("lora", "bf16", b=1, s=2048, lora=(16, QV)))),
+    (
+        "preset-deepseek-v2-lite",
+        fused(req("lora", "bf16", b=2, s=2048, lora=(16, ["q_proj", "kv_b_proj"]))),
+    ),
+    ("preset-gpt-oss-20b", fused(req("lora", "bf16", b=1, s=4096, attn="eager", lora=(16, QV)))),
+    (
+        "preset-glm-4.7-flash",
+        fused(req("lora", "bf16", b=1, s=4096, lora=(16, ["q_b_proj", "kv_b_proj"]))),
+    ),
 ]
 
 

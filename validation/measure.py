@@ -587,6 +587,25 @@ def main(argv=None) -> int:
 
     t_all = time.time()
     results = {}
+    order = [c["id"] for c in cases]
+
+    def write() -> dict:
+        # After every case, so that a run killed part-way (out of host memory: fake tensors of
+        # a large MoE with checkpointing) keeps what it measured.
+        merged = {**existing, **results}
+        doc = {
+            "versions": versions(),
+            "command": "validation/.venv/bin/python " + " ".join([rel(sys.argv[0]), *sys.argv[1:]]),
+            "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "wall_seconds_this_run": round(time.time() - t_all, 1),
+            "semantics_notes": SEMANTICS_NOTES,
+            "cases": [merged[i] for i in order if i in merged],
+        }
+        with open(args.out, "w") as fh:
+            json.dump(doc, fh, indent=1)
+            fh.write("\n")
+        return doc
+
     for i, case in enumerate(todo, 1):
         rec = measure_case(case)
         results[case["id"]] = rec
@@ -596,21 +615,10 @@ def main(argv=None) -> int:
             else "ERROR " + rec["error"][:150]
         )
         print(f"[{i}/{len(todo)}] {case['id']:60s} {status}  ({rec['wall_seconds']}s)", flush=True)
+        write()
 
-    order = [c["id"] for c in cases]
-    merged = {**existing, **results}
-    out_cases = [merged[i] for i in order if i in merged]
-    doc = {
-        "versions": versions(),
-        "command": "validation/.venv/bin/python " + " ".join([rel(sys.argv[0]), *sys.argv[1:]]),
-        "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "wall_seconds_this_run": round(time.time() - t_all, 1),
-        "semantics_notes": SEMANTICS_NOTES,
-        "cases": out_cases,
-    }
-    with open(args.out, "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
+    doc = write()
+    out_cases = doc["cases"]
     n_bad = sum(1 for c in out_cases if not c.get("ok"))
     print(
         f"wrote {args.out}: {len(out_cases)} cases, {n_bad} failed, {doc['wall_seconds_this_run']}s"

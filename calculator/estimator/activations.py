@@ -241,6 +241,29 @@ def runs_every_expert(arch: Architecture) -> bool:
     return arch.model_type in {"llama4_text", "llama4"}
 
 
+# Routers kept in fp32 whatever the model dtype (``_keep_in_fp32_modules_strict = [...,
+# "gate.weight"]`` in modeling_deepseek_v2.py, modeling_deepseek_v3.py, modeling_glm4_moe.py,
+# modeling_glm4_moe_lite.py, transformers 5.24.0): their routing weights are fp32.
+FP32_ROUTERS = frozenset({"deepseek_v2", "deepseek_v3", "glm4_moe", "glm4_moe_lite"})
+
+
+def _moe_pair_peak_elements(arch: Architecture, s: Setting) -> float:
+    """Elements (in the compute dtype) one (token, expert) pair holds at the peak of
+    transformers' ``grouped_mm_experts_forward`` (integrations/moe.py, 5.24.0) under no_grad.
+
+    The tokens gathered per expert (``h``) stay referenced throughout; the up projection's
+    ``2·inner`` output lives beside act(gate) and the product (``h + 4·inner``); at the end the
+    down projection's output, its product with the routing weights and that product gathered
+    back to token order (``weighted_out[inv_perm]``) live together, the last two in fp32 when
+    the router is (``FP32_ROUTERS``: type promotion with fp32 weights), i.e. ``6·h`` in bf16
+    elements.
+    """
+    h = arch.hidden_size
+    inner = arch.moe_intermediate_size / s.plan.tp
+    weighted = (FP32 / s.act_bytes) if arch.model_type in FP32_ROUTERS else 1.0
+    return max(h + 4 * inner, 2 * h + 2 * weighted * h)
+
+
 def _mlp_bytes(arch: Architecture, s: Setting, index: int, *, trainable: bool) -> float:
     """Per-token bytes the MLP (dense or MoE) keeps."""
     p = s.act_bytes
@@ -361,6 +384,10 @@ def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> fl
         # gate/up output, act(gate) and its product with up live together (``runs_every_expert``).
         inner = arch.moe_intermediate_size / s.plan.tp
         mlp = p * tokens * arch.num_experts * (h + 4 * inner)
+    elif arch.is_moe_layer(index) and arch.model_type in FP32_ROUTERS:
+        k = arch.experts_per_token
+        mlp = p * tokens * k * _moe_pair_peak_elements(arch, s)
+        mlp += FP32 * tokens * 2 * arch.num_experts
     elif arch.is_moe_layer(index):
         k = arch.experts_per_token
         inner = arch.moe_intermediate_size / s.plan.tp
@@ -372,7 +399,12 @@ def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> fl
         # SwiGLU: act(gate), up and their product. A plain MLP: fc1's output and the
         # activation's; GPT-2's python "gelu_new" keeps 0.5·x and two chain temporaries too.
         plain = 4 if arch.hidden_act == "gelu_new" else 2
-        mlp = p * tokens * inner * (3 if arch.mlp_gated else plain)
+        gated = 3
+        if arch.model_type == "phi3":
+            # Phi3MLP runs one gate_up_proj and chunks it: its 2·inner output stays alive
+            # beside act(gate) and the product (modeling_phi3.py, transformers 5.24.0).
+            gated = 4
+        mlp = p * tokens * inner * (gated if arch.mlp_gated else plain)
     mask = 0.0
     if (
         s.attention == "flash"
