@@ -137,6 +137,15 @@ def eager_masks(arch: Architecture) -> int:
     return 2 if 0 < arch.sliding_layer_count < arch.num_layers else 1
 
 
+def sliding_mask_applies(arch: Architecture, s: Setting) -> bool:
+    """Whether SDPA runs with an explicit mask: a sliding window shorter than the sequence."""
+    return (
+        s.attention == "flash"
+        and bool(arch.sliding_layer_count)
+        and s.seq > (arch.sliding_window or s.seq)
+    )
+
+
 def materialises_scores(arch: Architecture, s: Setting) -> bool:
     """Whether attention holds the (batch, heads, seq, seq) score matrix.
 
@@ -201,7 +210,10 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
         per_token += qk_norm_bytes * (q_width + kv_width)
 
     # Fused projections: q, k and v are views of one output, so v keeps the whole storage alive.
-    v_storage = (q_width + 2 * kv_width) if fused_qkv else v_width
+    # Phi-3/Phi-4's value reaches SDPA as its own contiguous (b, kv_heads, s, d) tensor: saved
+    # tensors of a Phi-4 layer under transformers 5.24.0 (saved_tensors_hooks) hold q, k, v
+    # and the output at their own widths, not the qkv_proj storage.
+    v_storage = (q_width + 2 * kv_width) if fused_qkv and arch.model_type != "phi3" else v_width
     if s.attention == "flash":
         # SDPA flash / memory-efficient keeps q, k, v, the output and a per-row logsumexp
         # (Dao et al. 2022, FlashAttention, arXiv:2205.14135 §3.1: O(N) extra memory).
@@ -223,6 +235,15 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     per_token += hidden_wide / s.hidden_split
 
     total = per_token * tokens
+    if sliding_mask_applies(arch, s):
+        # In the sliding layers SDPA gets the window mask and saves the (b, 1, s, s) additive
+        # mask it converted for backward (ScaledDotProductFlashAttentionForCpuBackward keeps
+        # it; CUDA's memory-efficient backward needs its attn_bias too): seen in the saved
+        # tensors of a Gemma 3 layer (saved_tensors_hooks, transformers 5.24.0), where the
+        # repeated K/V are expanded views of the kv-wide storage, no extra memory. Averaged
+        # over the layers (only the sliding ones pay it).
+        share = arch.sliding_layer_count / arch.num_layers
+        total += share * p * s.batch * s.seq * s.seq
     if materialises_scores(arch, s) and not s.selective_recompute:
         total += _eager_scores_saved(arch, s)
     # Tensor parallelism splits the attention and MLP interior (heads and inner widths above);
@@ -345,6 +366,8 @@ def model_level_bytes(arch: Architecture, s: Setting) -> float:
         total += MASK * h * tokens
     if s.attention == "eager":
         total += eager_masks(arch) * s.act_bytes * s.batch * s.seq * s.seq  # additive masks
+    if sliding_mask_applies(arch, s):
+        total += 1.0 * s.seq * s.seq  # the boolean window mask, one plane for the batch
     return total
 
 
@@ -406,11 +429,7 @@ def inference_layer_peak_bytes(arch: Architecture, s: Setting, index: int) -> fl
             gated = 4
         mlp = p * tokens * inner * (gated if arch.mlp_gated else plain)
     mask = 0.0
-    if (
-        s.attention == "flash"
-        and s.seq > (arch.sliding_window or s.seq)
-        and arch.sliding_layer_count
-    ):
+    if sliding_mask_applies(arch, s):
         # A window shorter than the prompt needs an explicit boolean mask, built once for the
         # whole forward: one (s, s) plane expanded over the batch (masking_utils.sdpa_mask
         # broadcasts a batch-independent mask function, transformers 5.24.0). In the sliding

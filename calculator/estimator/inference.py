@@ -118,7 +118,9 @@ def _note_prefill(request: EstimateRequest, arch: Architecture, notes: Notes) ->
         if not arch.sliding_layer_count
         else gettext_noop(
             "Prefill of %(batch)s × %(seq)s tokens in one forward pass; the KV cache (%(dtype)s) "
-            "holds every token, sliding-window layers only the last %(window)s."
+            "holds every token, sliding-window layers too: transformers keeps their last "
+            "%(window)s as a view of the whole prompt's keys and values until the first decode "
+            "step."
         ),
         gettext_noop("Kwon et al. 2023 (vLLM, arXiv:2309.06180) §3; transformers DynamicCache"),
         batch=request.batch_size,
@@ -129,12 +131,25 @@ def _note_prefill(request: EstimateRequest, arch: Architecture, notes: Notes) ->
     if arch.attention_kind == "mla":
         notes.add(
             gettext_noop(
-                "MLA cache counted as transformers stores it (decompressed per-head K and V); vLLM and "
-                "SGLang keep only the latent (kv_lora_rank + rope dims), far smaller."
+                "MLA cache counted as transformers stores it: the compressed latent "
+                "(kv_lora_rank + rope dims per token and layer), expanded per head only inside "
+                "attention."
             ),
             gettext_noop(
                 "DeepSeek-V2 (arXiv:2405.04434) §2.1; transformers modeling_deepseek_v3.py"
             ),
+        )
+
+
+def _note_attention_fallback(request: EstimateRequest, arch: Architecture, notes: Notes) -> None:
+    if request.attention == "flash" and act.attention_that_runs(arch, "flash") == "eager":
+        notes.add(
+            gettext_noop(
+                "%(model)s has no SDPA path in transformers: a request for it runs eager "
+                "attention, which holds the (batch, heads, seq, seq) scores."
+            ),
+            "transformers modeling_gpt_oss.py (_supports_sdpa = False)",
+            model=arch.model_type,
         )
 
 
@@ -182,6 +197,7 @@ def estimate_inference(
     weights, stored = _weights(request, arch, plan, notes)
     kv, layer_kinds = _cache(request, arch, plan, notes)
     _note_prefill(request, arch, notes)
+    _note_attention_fallback(request, arch, notes)
     layer_peak = _prefill_activations(request, arch, plan)
     peak_parts = Breakdown(
         weights=weights.data,
