@@ -73,7 +73,9 @@ def _norm_saved(arch: Architecture, s: Setting, *, trainable: bool) -> float:
 
     HF's Llama RMSNorm upcasts to fp32 (saved for the variance), multiplies by rsqrt, casts back
     and multiplies by the weight (which saves the normalised input when the weight trains).
-    Gemma's and OLMo 2's variants multiply in fp32, so they keep a second fp32 tensor.
+    Gemma's and OLMo 2's variants multiply in fp32, so they keep a second fp32 tensor; so does
+    Cohere's mean-centred ``CohereLayerNorm`` (modeling_cohere.py / modeling_cohere2.py, 5.24.0),
+    which computes ``hidden_states - mean`` twice, for the variance and for the normalisation.
     LayerNorm (``native_layer_norm``) keeps its input plus per-row mean and rstd.
     """
     if arch.norm_kind == "layer":
@@ -81,7 +83,7 @@ def _norm_saved(arch: Architecture, s: Setting, *, trainable: bool) -> float:
     if s.fused_layer_kernels:
         return s.residual_bytes
     upcast = FP32
-    if arch.norm_kind == "rms_gemma" or arch.model_type == "olmo2":
+    if arch.norm_kind == "rms_gemma" or arch.model_type in {"olmo2", "cohere", "cohere2"}:
         return upcast + FP32
     return upcast + (s.residual_bytes if trainable else 0.0)
 
@@ -238,12 +240,15 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     if sliding_mask_applies(arch, s):
         # In the sliding layers SDPA gets the window mask and saves the (b, 1, s, s) additive
         # mask it converted for backward (ScaledDotProductFlashAttentionForCpuBackward keeps
-        # it; CUDA's memory-efficient backward needs its attn_bias too): seen in the saved
-        # tensors of a Gemma 3 layer (saved_tensors_hooks, transformers 5.24.0), where the
-        # repeated K/V are expanded views of the kv-wide storage, no extra memory. Averaged
-        # over the layers (only the sliding ones pay it).
+        # it; CUDA's memory-efficient backward needs its attn_bias too), and with a mask
+        # transformers repeats K/V to every head (sdpa_attention.use_gqa_in_sdpa), so SDPA
+        # keeps q-wide K and V: seen in the saved tensors of Mistral and Gemma 3 layers
+        # (saved_tensors_hooks, transformers 5.24.0). With one KV head the repeat is a view
+        # (repeat_kv's reshape of a size-1 dim), no extra memory. Averaged over the layers
+        # (only the sliding ones pay it).
         share = arch.sliding_layer_count / arch.num_layers
-        total += share * p * s.batch * s.seq * s.seq
+        repeated = 2 * p * tokens * (q_width - kv_width) if kv_heads > 1 else 0.0
+        total += share * (p * s.batch * s.seq * s.seq + repeated)
     if materialises_scores(arch, s) and not s.selective_recompute:
         total += _eager_scores_saved(arch, s)
     # Tensor parallelism splits the attention and MLP interior (heads and inner widths above);
@@ -312,6 +317,16 @@ def _mlp_bytes(arch: Architecture, s: Setting, index: int, *, trainable: bool) -
         saved += copies * (p * h * (2 if keeps_input else 1) + dense(arch.moe_intermediate_size))
         if arch.shared_expert_intermediate_size:
             saved += dense(arch.shared_expert_intermediate_size)
+    elif arch.is_moe_layer(index) and arch.model_type == "gpt_oss":
+        # GptOssExperts._apply_gate (modeling_gpt_oss.py, 5.24.0): gate and up are strided
+        # views of the 2·inner projection (kept), then clamp(gate), sigmoid(alpha·gate),
+        # up + 1 and their product are each kept for backward, and the routing-weight multiply
+        # keeps the down projection's output (saved tensors of a gpt-oss layer, probed with
+        # saved_tensors_hooks). Training experts add their inputs.
+        k = arch.experts_per_token
+        inner = arch.moe_intermediate_size / s.plan.tp
+        saved += FP32 * 2 * arch.num_experts
+        saved += k * p * (6 * inner + h + ((h + inner) if keeps_input else 0.0))
     elif arch.is_moe_layer(index):
         k = arch.experts_per_token
         saved += FP32 * 2 * arch.num_experts  # router logits and fp32 softmax
