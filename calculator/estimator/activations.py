@@ -83,9 +83,18 @@ def _norm_saved(arch: Architecture, s: Setting, *, trainable: bool) -> float:
     if s.fused_layer_kernels:
         return s.residual_bytes
     upcast = FP32
-    if arch.norm_kind == "rms_gemma" or arch.model_type in {"olmo2", "cohere", "cohere2"}:
-        return upcast + FP32
+    if arch.model_type in {"cohere", "cohere2"}:
+        return 2 * FP32 + (FP32 if trainable else 0.0)
+    if fp32_weighted_norm(arch):
+        # The weight multiplies in fp32: its fp32 input is kept only when the weight trains.
+        return upcast + (FP32 if trainable else 0.0)
     return upcast + (s.residual_bytes if trainable else 0.0)
+
+
+def fp32_weighted_norm(arch: Architecture) -> bool:
+    """RMSNorms whose weight multiplies the fp32 normalised input (Gemma's ``1 + weight``,
+    ``Olmo2RMSNorm``/``Olmo3RMSNorm``: ``(self.weight * hidden_states).to(input_dtype)``)."""
+    return arch.norm_kind == "rms_gemma" or arch.model_type in {"olmo2", "olmo3"}
 
 
 def _linear_input_saved(width: int, consumers: int, s: Setting, *, trainable: bool) -> float:
@@ -206,10 +215,9 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
         per_token += p * heads * (arch.head_dim - rope + arch.v_head_dim)
 
     if arch.qk_norm != "none":
-        qk_norm_bytes = FP32 + (
-            FP32 if arch.norm_kind == "rms_gemma" or arch.model_type == "olmo2" else p
-        )
-        per_token += qk_norm_bytes * (q_width + kv_width)
+        # The fp32 upcast, and the weight multiply's input when the norm's weight trains.
+        weighted = (FP32 if fp32_weighted_norm(arch) else p) if trainable else 0.0
+        per_token += (FP32 + weighted) * (q_width + kv_width)
 
     # Fused projections: q, k and v are views of one output, so v keeps the whole storage alive.
     # Phi-3/Phi-4's value reaches SDPA as its own contiguous (b, kv_heads, s, d) tensor: saved
