@@ -211,7 +211,12 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
         rope = arch.qk_rope_head_dim or 0
         q_rank = arch.q_lora_rank or 0
         # q_a/kv_a outputs, their norms (fp32 upcast), q_b/kv_b inputs, expanded k and q.
-        per_token += p * (q_rank + rank + rope) + (FP32 + p) * (q_rank + rank)
+        # Frozen (LoRA): the two latent norms keep only their fp32 upcasts, as the saved
+        # tensors of a GLM-4.7-Flash layer show (saved_tensors_hooks, transformers 5.24.0).
+        per_token += FP32 * (q_rank + rank)
+        if trainable:
+            per_token += p * (q_rank + rank + rope) + p * (q_rank + rank)
+        # kv_b's output: k_nope is copied into the keys, the values stay a view of it.
         per_token += p * heads * (arch.head_dim - rope + arch.v_head_dim)
 
     if arch.qk_norm != "none":
@@ -224,6 +229,8 @@ def training_layer_bytes(arch: Architecture, s: Setting, index: int) -> float:
     # tensors of a Phi-4 layer under transformers 5.24.0 (saved_tensors_hooks) hold q, k, v
     # and the output at their own widths, not the qkv_proj storage.
     v_storage = (q_width + 2 * kv_width) if fused_qkv and arch.model_type != "phi3" else v_width
+    if arch.attention_kind == "mla":
+        v_storage = 0  # a view of kv_b_proj's output, counted with the MLA tensors above
     if s.attention == "flash":
         # SDPA flash / memory-efficient keeps q, k, v, the output and a per-row logsumexp
         # (Dao et al. 2022, FlashAttention, arXiv:2205.14135 §3.1: O(N) extra memory).
