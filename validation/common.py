@@ -110,7 +110,14 @@ def build_causal_lm(
             if "attention implementation" not in str(error) or not kwargs:
                 raise
             model = auto.from_config(cfg, dtype=dtype, attn_implementation="eager")
-    bad = {p.dtype for p in model.parameters()} - {dtype}
+    # transformers keeps some modules in fp32 whatever the dtype (`_keep_in_fp32_modules_strict`:
+    # the MoE router `gate.weight` of DeepSeek-V2/V3 and GLM-4 MoE Lite), as loading does.
+    strict = getattr(model, "_keep_in_fp32_modules_strict", None) or ()
+    bad = {
+        p.dtype
+        for name, p in model.named_parameters()
+        if not any(f".{m}" in f".{name}" for m in strict)
+    } - {dtype}
     if bad:
         raise RuntimeError(f"model built with parameter dtypes {bad}, expected {dtype}")
     return model

@@ -100,7 +100,7 @@ CASES = [
     ("mistral-7b-v0.1", req("inference", "bf16", b=1, s=2048)),
     ("qwen2.5-7b", req("inference", "bf16", b=16, s=512)),
     ("qwen3-0.6b", req("inference", "bf16", b=4, s=8192)),
-    ("gemma-2-9b", req("inference", "bf16", b=1, s=8192)),
+    ("gemma-2-9b", req("inference", "bf16", b=1, s=8192, attn="eager")),
     ("gemma-2-9b", req("inference", "bf16", b=1, s=2048, attn="eager")),
     ("phi-3-mini-4k-instruct", req("inference", "bf16", b=4, s=2048)),
     ("falcon-7b", req("inference", "bf16", b=1, s=2048)),
@@ -120,7 +120,7 @@ CASES = [
     ("llama-2-7b", req("full_finetune", "fp32", b=1, s=512, attn="eager")),
     ("qwen2.5-7b", req("full_finetune", "bf16", mixed=True, b=2, s=1024, gc=True)),
     ("mistral-7b-v0.1", req("full_finetune", "bf16", opt="sgd", b=1, s=4096, gc=True)),
-    ("gemma-2-9b", req("full_finetune", "bf16", b=1, s=2048, gc=True)),
+    ("gemma-2-9b", req("full_finetune", "bf16", b=1, s=2048, gc=True, attn="eager")),
     (
         "phi-3-mini-4k-instruct",
         req("full_finetune", "bf16", opt="sgd_momentum", b=2, s=2048, gc=True),
@@ -132,6 +132,64 @@ CASES = [
     ("qwen2.5-7b", req("lora", "bf16", b=1, s=2048, gc=True, lora=(8, AL))),
     ("llama-3.2-1b", req("lora", "bf16", b=4, s=1024, lora=(16, AL))),
     ("qwen2.5-0.5b", req("lora", "bf16", b=8, s=512, attn="eager", lora=(8, QV))),
+]
+
+
+# Added after the first run (two Qwen3-30B-A3B MoE training cases, a longer Mixtral prefill).
+LATER_CASES = [
+    ("qwen3-30b-a3b", req("lora", "bf16", b=1, s=2048, lora=(16, QV))),
+    ("qwen3-30b-a3b", req("full_finetune", "bf16", opt="sgd", b=2, s=1024)),
+    ("mixtral-8x7b-v0.1", req("inference", "bf16", b=4, s=4096)),
+]
+
+
+def fused(r):
+    return {**r, "optimizer_impl": "fused"} if r["mode"] != "inference" else r
+
+
+# Issue 27: the architectures the first tables missed (MLA, newer MoE, sliding windows longer
+# than the prompt, Phi-4's fused projections, OLMo 3, gpt-oss, Llama 4 Scout's text model).
+# Training cases run with fused AdamW (HF Trainer's default) and explicit position ids
+# ("real_positions": see measure.py, the packed-sequence check under fake tensors).
+ISSUE27_CASES = [
+    ("preset-deepseek-v2-lite", req("inference", "bf16", b=1, s=8192)),
+    ("preset-deepseek-v2-lite", req("inference", "bf16", b=2, s=16384)),
+    ("preset-glm-4.7-flash", req("inference", "bf16", b=1, s=8192)),
+    ("preset-glm-4.7-flash", req("inference", "bf16", b=4, s=4096)),
+    ("llama-4-scout-text", req("inference", "bf16", b=1, s=8192)),
+    ("llama-4-scout-text", req("inference", "bf16", b=2, s=2048)),
+    ("olmo-3-1125-32b", req("inference", "bf16", b=1, s=16384)),
+    ("olmo-3-1125-32b", req("inference", "bf16", b=2, s=2048)),
+    ("preset-phi-4", req("inference", "bf16", b=1, s=16384)),
+    ("preset-phi-4", req("inference", "bf16", b=4, s=2048)),
+    ("preset-gpt-oss-20b", req("inference", "bf16", b=1, s=8192, attn="eager")),
+    ("preset-gpt-oss-20b", req("inference", "bf16", b=1, s=8192)),
+    ("preset-gpt-oss-20b", req("inference", "bf16", b=2, s=4096, attn="eager")),
+    ("mistral-7b-v0.1", req("inference", "bf16", b=4, s=16384)),
+    ("preset-gemma-3-1b", req("inference", "bf16", b=2, s=16384)),
+    ("preset-command-r7b", req("inference", "bf16", b=1, s=16384)),
+    ("preset-gemma-3-1b", fused(req("full_finetune", "bf16", b=4, s=2048))),
+    ("preset-phi-4", fused(req("lora", "bf16", b=2, s=2048, lora=(16, ["qkv_proj"])))),
+    (
+        "preset-phi-4",
+        fused(req("lora", "bf16", b=1, s=4096, lora=(8, ["qkv_proj", "gate_up_proj"]))),
+    ),
+    ("preset-command-r7b", fused(req("lora", "bf16", b=1, s=8192, lora=(16, QV)))),
+    ("mistral-7b-v0.1", fused(req("lora", "bf16", b=2, s=8192, lora=(16, QV)))),
+    ("olmo-3-1125-32b", fused(req("lora", "bf16", b=2, s=2048, lora=(16, QV)))),
+    ("preset-phi-4", fused(req("full_finetune", "bf16", opt="sgd", b=1, s=2048))),
+    ("preset-gemma-3-1b", fused(req("lora", "bf16", b=4, s=4096, lora=(16, AL)))),
+    ("olmo-3-1125-32b", fused(req("full_finetune", "bf16", opt="sgd", b=1, s=2048))),
+    ("llama-4-scout-text", fused(req("lora", "bf16", b=1, s=2048, lora=(16, QV)))),
+    (
+        "preset-deepseek-v2-lite",
+        fused(req("lora", "bf16", b=2, s=2048, lora=(16, ["q_proj", "kv_b_proj"]))),
+    ),
+    ("preset-gpt-oss-20b", fused(req("lora", "bf16", b=1, s=4096, attn="eager", lora=(16, QV)))),
+    (
+        "preset-glm-4.7-flash",
+        fused(req("lora", "bf16", b=1, s=4096, lora=(16, ["q_b_proj", "kv_b_proj"]))),
+    ),
 ]
 
 
@@ -151,8 +209,15 @@ SSM_CASES = [
 def main():
     import sys
 
-    cases = SSM_CASES if "--ssm" in sys.argv[1:] else CASES + stack_variants(CASES)
-    out = [{"id": case_id(c, r), "config": c, "request": r} for c, r in cases]
+    if "--ssm" in sys.argv[1:]:
+        out = [{"id": case_id(c, r), "config": c, "request": r} for c, r in SSM_CASES]
+    else:
+        cases = CASES + LATER_CASES + stack_variants(CASES)
+        out = [{"id": case_id(c, r), "config": c, "request": r} for c, r in cases]
+        out += [
+            {"id": case_id(c, r), "config": c, "request": r, "real_positions": True}
+            for c, r in ISSUE27_CASES
+        ]
     ids = [c["id"] for c in out]
     assert len(ids) == len(set(ids)), "duplicate case ids"
     print(json.dumps(out, indent=1))

@@ -264,14 +264,96 @@ def _make_optimizer(req: dict, params):
 CHUNKS = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8)
 
 
-def _loss(model, ids, req: dict):
+class _MemEfficientSDPA(torch.autograd.Function):
+    """What CUDA's memory-efficient SDPA kernel allocates, for shapes the CPU cannot run fused.
+
+    MLA (DeepSeek-V2/V3, GLM-4 MoE Lite) attends with a value head narrower than the query/key
+    head (128 vs 192). PyTorch's CPU flash kernel needs equal head dims
+    (``check_head_dim_size_cpp``, aten/src/ATen/native/transformers/sdp_utils_cpp.cpp), so on the
+    CPU SDPA falls back to its math path and holds fp32 ``(batch, heads, seq, seq)`` scores; on a
+    GPU the memory-efficient kernel accepts a different value width
+    (``check_head_dim_size_mem_efficient`` only asks q and k to agree, cuda/sdp_utils.cpp) and
+    holds O(seq) memory. Fake tensors carry no values, so this function allocates exactly the
+    kernel's tensors: forward the output ``(b, h, s, dv)`` and the fp32 logsumexp
+    ``(b, h, ceil(s/32)·32)`` (``_efficient_attention_forward``), saving q, k, v, output and
+    logsumexp; backward the three input gradients and the fp32 ``delta = rowsum(dO·O)``.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        b, h, s, _ = q.shape
+        out = q.new_empty(b, h, s, v.shape[-1])
+        lse = torch.empty(b, h, -(-s // 32) * 32, dtype=torch.float32, device=q.device)
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, _out, lse = ctx.saved_tensors
+        delta = torch.empty(lse.shape, dtype=torch.float32, device=q.device)
+        grads = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        del delta
+        return grads
+
+
+@contextlib.contextmanager
+def _gpu_kernel_for_mla(enabled: bool):
+    """Shim: SDPA calls whose value head differs from the query head (MLA) run as CUDA's
+    memory-efficient kernel would (``_MemEfficientSDPA``); every other call is untouched."""
+    if not enabled:
+        yield
+        return
+    orig = torch.nn.functional.scaled_dot_product_attention
+
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, **kw):
+        if value.shape[-1] == query.shape[-1] or attn_mask is not None or dropout_p:
+            return orig(query, key, value, attn_mask, dropout_p, is_causal, **kw)
+        return _MemEfficientSDPA.apply(query, key, value)
+
+    torch.nn.functional.scaled_dot_product_attention = sdpa
+    try:
+        yield
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = orig
+
+
+@contextlib.contextmanager
+def _unpacked_positions(enabled: bool):
+    """Shim: the batch is not packed, as a real run finds.
+
+    With no attention mask and no cache (training), transformers' ``create_causal_mask`` asks
+    ``masking_utils.find_packed_sequence_indices(position_ids)`` whether several sequences share
+    a row; that function cannot read the values of a fake tensor (``is_tracing`` is true for
+    FakeTensor) and answers "packed", so the fake run builds a ``(batch, 1, seq, seq)`` boolean
+    mask, loses SDPA's causal fast path and repeats K/V to every head, none of which a real run
+    with ``position_ids = arange(seq)`` per row does (its check returns None).  Passing
+    ``position_ids`` explicitly is not enough (the check runs on them too), so while the forward
+    runs the check returns what it returns on real arange positions: None.  Changes what is
+    allocated towards the real run only; cases carry ``"real_positions": true`` (issue 27 on).
+    """
+    if not enabled:
+        yield
+        return
+    from transformers import masking_utils
+
+    orig = masking_utils.find_packed_sequence_indices
+    masking_utils.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        masking_utils.find_packed_sequence_indices = orig
+
+
+def _loss(model, ids, req: dict, positions=None):
     """HF's own loss ("full"), or torchtune's chunked output loss ("chunked"): the LM head runs
     on ``CHUNKS`` slices of the hidden states and each slice is upcast to fp32 and reduced on its
-    own (torchtune ``CEWithChunkedOutputLoss`` @ 10ff7cd, ``set_num_output_chunks``)."""
+    own (torchtune ``CEWithChunkedOutputLoss`` @ 10ff7cd, ``set_num_output_chunks``).
+    ``positions``: explicit ``position_ids`` (``arange(seq)`` per row) or None (the model's own)."""
+    extra = {} if positions is None else {"position_ids": positions}
     if req.get("loss", "full") == "full":
-        return model(input_ids=ids, labels=ids).loss
+        return model(input_ids=ids, labels=ids, **extra).loss
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    hidden = base.model(input_ids=ids).last_hidden_state
+    hidden = base.model(input_ids=ids, **extra).last_hidden_state
     head = base.get_output_embeddings()
     # F.linear with the head's own weight: MemTracker refuses a module called several times in
     # one step; the tensors allocated are the same as head(part).
@@ -311,11 +393,14 @@ def run_inference(model, req: dict, rec: dict) -> None:
     del out
 
 
-def run_training(model, req: dict, rec: dict, trainable) -> None:
+def run_training(model, req: dict, rec: dict, trainable, real_positions: bool = False) -> None:
     B, S = int(req["batch_size"]), int(req["seq_len"])
     mixed = bool(req.get("mixed_precision", False))
     model.train()
     ids = torch.zeros((B, S), dtype=torch.long)
+    positions = torch.arange(S).unsqueeze(0).expand(B, S) if real_positions else None
+    if real_positions:
+        rec["position_ids"] = "explicit arange per row; packed-sequence check answered None"
     optimizer = _make_optimizer(req, trainable)
     mt = FrozenAwareMemTracker()
     mt.track_external(model, optimizer, ids)
@@ -331,10 +416,10 @@ def run_training(model, req: dict, rec: dict, trainable) -> None:
                 if mixed
                 else contextlib.nullcontext()
             )
-            with ctx:
+            with ctx, _unpacked_positions(real_positions):
                 if mixed and step == 1:
                     rec["autocast_cache_enabled"] = bool(torch.is_autocast_cache_enabled())
-                loss = _loss(model, ids, req)
+                loss = _loss(model, ids, req, positions)
             p_fw = _peak_total(mt)
             live_fw = _snapshot_to_plain(mt.get_tracker_snapshot("current")).get("Total", 0)
             loss.backward()
@@ -406,7 +491,13 @@ def measure_case(case: dict) -> dict:
         else:
             build_dtype = DTYPES[precision]
         rec["param_dtype"] = str(build_dtype).replace("torch.", "")
-        with FakeTensorMode():
+        mla = attn == "sdpa" and getattr(cfg, "v_head_dim", None) not in (
+            None,
+            getattr(cfg, "qk_nope_head_dim", 0) + getattr(cfg, "qk_rope_head_dim", 0),
+        )
+        if mla:
+            rec["sdpa_kernel"] = "CUDA memory-efficient kernel's tensors (MLA value head; shims)"
+        with FakeTensorMode(), _gpu_kernel_for_mla(mla):
             model = build_causal_lm(cfg, build_dtype, attn_implementation=attn)
             rec["attn_implementation"] = model.config._attn_implementation
             rec["params_total"] = int(sum(p.numel() for p in model.parameters()))
@@ -419,7 +510,7 @@ def measure_case(case: dict) -> dict:
                     rec["gradient_checkpointing_use_reentrant"] = False
                 trainable = [p for p in model.parameters() if p.requires_grad]
                 rec["params_trainable"] = int(sum(p.numel() for p in trainable))
-                run_training(model, req, rec, trainable)
+                run_training(model, req, rec, trainable, bool(case.get("real_positions")))
             elif mode == "lora":
                 import peft
 
@@ -452,7 +543,7 @@ def measure_case(case: dict) -> dict:
                     }
                 )
                 rec["params_total"] = int(sum(p.numel() for p in model.parameters()))
-                run_training(model, req, rec, trainable)
+                run_training(model, req, rec, trainable, bool(case.get("real_positions")))
             else:
                 raise ValueError(f"unknown mode {mode}")
             del model
@@ -496,6 +587,25 @@ def main(argv=None) -> int:
 
     t_all = time.time()
     results = {}
+    order = [c["id"] for c in cases]
+
+    def write() -> dict:
+        # After every case, so that a run killed part-way (out of host memory: fake tensors of
+        # a large MoE with checkpointing) keeps what it measured.
+        merged = {**existing, **results}
+        doc = {
+            "versions": versions(),
+            "command": "validation/.venv/bin/python " + " ".join([rel(sys.argv[0]), *sys.argv[1:]]),
+            "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "wall_seconds_this_run": round(time.time() - t_all, 1),
+            "semantics_notes": SEMANTICS_NOTES,
+            "cases": [merged[i] for i in order if i in merged],
+        }
+        with open(args.out, "w") as fh:
+            json.dump(doc, fh, indent=1)
+            fh.write("\n")
+        return doc
+
     for i, case in enumerate(todo, 1):
         rec = measure_case(case)
         results[case["id"]] = rec
@@ -505,21 +615,10 @@ def main(argv=None) -> int:
             else "ERROR " + rec["error"][:150]
         )
         print(f"[{i}/{len(todo)}] {case['id']:60s} {status}  ({rec['wall_seconds']}s)", flush=True)
+        write()
 
-    order = [c["id"] for c in cases]
-    merged = {**existing, **results}
-    out_cases = [merged[i] for i in order if i in merged]
-    doc = {
-        "versions": versions(),
-        "command": "validation/.venv/bin/python " + " ".join([rel(sys.argv[0]), *sys.argv[1:]]),
-        "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "wall_seconds_this_run": round(time.time() - t_all, 1),
-        "semantics_notes": SEMANTICS_NOTES,
-        "cases": out_cases,
-    }
-    with open(args.out, "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
+    doc = write()
+    out_cases = doc["cases"]
     n_bad = sum(1 for c in out_cases if not c.get("ok"))
     print(
         f"wrote {args.out}: {len(out_cases)} cases, {n_bad} failed, {doc['wall_seconds_this_run']}s"

@@ -8,6 +8,7 @@ from calculator.estimator.architecture import Architecture, RecurrentState
 from calculator.estimator.checkpoint import checkpoint_weight_bytes, note_checkpoint_bytes
 from calculator.estimator.kv_cache import (
     cached_tokens,
+    kv_bytes_per_token,
     kv_cache_bytes,
     recurrent_layer_bytes,
     recurrent_state_bytes,
@@ -117,7 +118,9 @@ def _note_prefill(request: EstimateRequest, arch: Architecture, notes: Notes) ->
         if not arch.sliding_layer_count
         else gettext_noop(
             "Prefill of %(batch)s × %(seq)s tokens in one forward pass; the KV cache (%(dtype)s) "
-            "holds every token, sliding-window layers only the last %(window)s."
+            "holds every token, sliding-window layers too: transformers keeps their last "
+            "%(window)s as a view of the whole prompt's keys and values until the first decode "
+            "step."
         ),
         gettext_noop("Kwon et al. 2023 (vLLM, arXiv:2309.06180) §3; transformers DynamicCache"),
         batch=request.batch_size,
@@ -128,12 +131,25 @@ def _note_prefill(request: EstimateRequest, arch: Architecture, notes: Notes) ->
     if arch.attention_kind == "mla":
         notes.add(
             gettext_noop(
-                "MLA cache counted as transformers stores it (decompressed per-head K and V); vLLM and "
-                "SGLang keep only the latent (kv_lora_rank + rope dims), far smaller."
+                "MLA cache counted as transformers stores it: the compressed latent "
+                "(kv_lora_rank + rope dims per token and layer), expanded per head only inside "
+                "attention."
             ),
             gettext_noop(
                 "DeepSeek-V2 (arXiv:2405.04434) §2.1; transformers modeling_deepseek_v3.py"
             ),
+        )
+
+
+def _note_attention_fallback(request: EstimateRequest, arch: Architecture, notes: Notes) -> None:
+    if request.attention == "flash" and act.attention_that_runs(arch, "flash") == "eager":
+        notes.add(
+            gettext_noop(
+                "%(model)s has no SDPA path in transformers: a request for it runs eager "
+                "attention, which holds the (batch, heads, seq, seq) scores."
+            ),
+            "transformers modeling_gpt_oss.py (_supports_sdpa = False)",
+            model=arch.model_type,
         )
 
 
@@ -147,7 +163,7 @@ def _prefill_activations(request: EstimateRequest, arch: Architecture, plan: Pla
         act_bytes=p,
         residual_bytes=p,
         autocast=False,
-        attention=request.attention,
+        attention=act.attention_that_runs(arch, request.attention),
         training=False,
         frozen_base=True,
         plan=plan,
@@ -155,8 +171,9 @@ def _prefill_activations(request: EstimateRequest, arch: Architecture, plan: Pla
     layer_peak = max(
         act.inference_layer_peak_bytes(arch, setting, index) for index in act.layer_samples(arch)
     )
-    if request.attention == "eager":
-        layer_peak += p * request.batch_size * request.seq_len**2  # the additive causal mask
+    if setting.attention == "eager":
+        # The additive causal masks (``activations.eager_masks``).
+        layer_peak += act.eager_masks(arch) * p * request.batch_size * request.seq_len**2
     return layer_peak
 
 
@@ -180,6 +197,7 @@ def estimate_inference(
     weights, stored = _weights(request, arch, plan, notes)
     kv, layer_kinds = _cache(request, arch, plan, notes)
     _note_prefill(request, arch, notes)
+    _note_attention_fallback(request, arch, notes)
     layer_peak = _prefill_activations(request, arch, plan)
     peak_parts = Breakdown(
         weights=weights.data,
@@ -216,12 +234,12 @@ def cache_by_layer_kind(
     layer type (``DynamicLayer``, ``DynamicSlidingWindowLayer``, ``LinearAttentionLayer`` in
     ``cache_utils.py``); the byte counts are those of ``kv_cache_bytes`` and
     ``recurrent_layer_bytes``."""
-    kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
-    per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * kv_bytes
+    per_token = kv_bytes_per_token(arch, bytes_per_element=kv_bytes, plan=plan)
     if not (arch.mixer_kinds or arch.parallel_recurrent or arch.kv_shared_layers):
-        # Attention everywhere: full layers keep every token, sliding ones the window.
+        # Attention everywhere: after the prefill, sliding layers still hold the whole prompt
+        # (``kv_cache.cached_tokens``).
         sliding = arch.sliding_layer_count
-        window = min(seq_len, arch.sliding_window or seq_len)
+        window = seq_len
         summary = []
         if arch.num_layers - sliding:
             full_bytes = int(batch * (arch.num_layers - sliding) * seq_len * per_token)

@@ -7,28 +7,50 @@ from calculator.estimator.parallelism import Plan
 
 
 def cached_tokens(arch: Architecture, layer_index: int, seq_len: int) -> int:
-    """Tokens a layer keeps: all of them, or the window on a sliding-window layer.
+    """Tokens whose keys and values a layer holds at the end of a prefill: all of them.
 
-    transformers' ``DynamicCache`` builds a ``DynamicSlidingWindowLayer`` for layers the config
-    marks ``sliding_attention`` and keeps only the last ``sliding_window`` tokens there
-    (``cache_utils.py``); Beltagy et al. 2020 (Longformer, arXiv:2004.05150) define the window.
+    A sliding-window layer too: transformers' ``DynamicSlidingWindowLayer.update``
+    (``cache_utils.py``, transformers 5.24.0) concatenates the prompt's K/V into a full-length
+    tensor and keeps ``full[:, :, -sliding_window + 1:, :]``, a *view*, so the whole prompt's
+    storage stays allocated until the first decode step replaces it. Only from then on does the
+    layer hold the window (Beltagy et al. 2020, Longformer, arXiv:2004.05150, define it);
+    ``window_tokens`` gives that figure.
     """
+    del arch, layer_index
+    return seq_len
+
+
+def window_tokens(arch: Architecture, layer_index: int, seq_len: int) -> int:
+    """Tokens a layer keeps once decoding has started: the window on a sliding-window layer."""
     if arch.layer_types and arch.layer_types[layer_index] == "sliding" and arch.sliding_window:
         return min(seq_len, arch.sliding_window)
     return seq_len
 
 
+def kv_bytes_per_token(arch: Architecture, *, bytes_per_element: float, plan: Plan) -> float:
+    """Bytes one attention layer caches per token.
+
+    ``kv_heads · (head_dim + v_head_dim)`` elements (Kwon et al. 2023, vLLM, arXiv:2309.06180
+    §3: "2 (key and value vectors) × hidden × layers × bytes" for multi-head attention); with
+    grouped-query attention (Ainslie et al. 2023, arXiv:2305.13245) only ``num_key_value_heads``
+    heads are cached, and a GPU under tensor parallelism keeps ``ceil(kv_heads / tp)`` of them.
+
+    MLA caches its latent: transformers 5.24.0's DeepSeek-V2/V3, GLM-4 MoE Lite, MiniCPM3 and
+    Kimi attentions call ``cache.update`` on the normalised ``kv_lora_rank`` latent and the
+    rotated ``qk_rope_head_dim`` key as one-head tensors ("Cache read / write is performed while
+    the latent KV is still compressed", ``modeling_deepseek_v2.py``), and expand them per head
+    with ``kv_b_proj`` after reading (DeepSeek-V2, arXiv:2405.04434 §2.1.2).
+    """
+    if arch.attention_kind == "mla" and arch.kv_lora_rank:
+        return (arch.kv_lora_rank + (arch.qk_rope_head_dim or 0)) * bytes_per_element
+    kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
+    return kv_heads * (arch.head_dim + arch.v_head_dim) * bytes_per_element
+
+
 def kv_cache_bytes(
     arch: Architecture, *, batch: int, seq_len: int, bytes_per_element: float, plan: Plan
 ) -> int:
-    """``2 · batch · tokens · kv_heads · head_dim · bytes`` summed over layers.
-
-    The per-token size follows Kwon et al. 2023 (vLLM, arXiv:2309.06180 §3: "2 (key and value
-    vectors) × hidden × layers × bytes" for multi-head attention); with grouped-query attention
-    (Ainslie et al. 2023, arXiv:2305.13245) only ``num_key_value_heads`` heads are cached, and a
-    GPU under tensor parallelism keeps ``ceil(kv_heads / tp)`` of them (never less than one).
-    MLA models are cached as transformers does, with decompressed per-head keys and values
-    (``modeling_deepseek_v3.py``); serving engines that keep the latent store far less.
+    """``batch · tokens · kv_bytes_per_token`` summed over the layers that keep keys and values.
 
     Only attention layers hold keys and values: state-space and linear-attention layers of a
     hybrid keep the fixed-size state of ``recurrent_state_bytes`` instead.
@@ -45,8 +67,7 @@ def kv_cache_bytes(
             width = plan.heads_per_gpu(heads) * (k_dim + v_dim)
             total += cached_tokens(arch, index, seq_len) * width
         return int(batch * total * bytes_per_element)
-    kv_heads = plan.heads_per_gpu(arch.num_kv_heads)
-    per_token = kv_heads * (arch.head_dim + arch.v_head_dim) * bytes_per_element
+    per_token = kv_bytes_per_token(arch, bytes_per_element=bytes_per_element, plan=plan)
     tokens = sum(cached_tokens(arch, index, seq_len) for index in layers)
     return int(batch * tokens * per_token)
 

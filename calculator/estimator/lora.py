@@ -8,10 +8,43 @@ from calculator.estimator.architecture import Architecture
 
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
+# Families whose attention and MLP inputs are one fused linear each in transformers
+# (``Phi3Attention.qkv_proj``, ``Phi3MLP.gate_up_proj`` in modeling_phi3.py, 5.24.0).
+FUSED_PROJECTIONS = frozenset({"phi3"})
+# MLA's linears as modeling_deepseek_v2.py / modeling_glm4_moe_lite.py (5.24.0) name them; the
+# older names stay accepted: q_proj is the query's (second) projection, k_proj is kv_b_proj.
+MLA_ALIASES = {"q_b_proj": "q_proj", "kv_b_proj": "k_proj"}
+
 
 def resolve_targets(arch: Architecture, targets: Sequence[str] | str) -> frozenset[str]:
-    """'all-linear' is every linear of a decoder layer except the LM head (PEFT's rule)."""
-    chosen = set(ALL_LINEAR if targets == "all-linear" else targets)
+    """'all-linear' is every linear of a decoder layer except the LM head (PEFT's rule), under
+    the names the family's modules have: one ``qkv_proj`` and one ``gate_up_proj`` in Phi-3 and
+    Phi-4, the low-rank ``q_a``/``q_b`` (or ``q_proj``), ``kv_a_proj_with_mqa`` and ``kv_b_proj``
+    in MLA. A fused name on a family without fused linears means its parts."""
+    fused = arch.model_type in FUSED_PROJECTIONS
+    mla = arch.attention_kind == "mla"
+    if targets == "all-linear":
+        if fused:
+            chosen = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}
+        elif mla:
+            chosen = {"q_proj", "k_proj", "kv_a_proj_with_mqa", "o_proj", *ALL_LINEAR[4:]}
+            if arch.q_lora_rank:
+                chosen.add("q_a_proj")
+        else:
+            chosen = set(ALL_LINEAR)
+    else:
+        chosen = set(targets)
+    if not fused:
+        if "qkv_proj" in chosen:
+            chosen |= {"q_proj", "k_proj", "v_proj"}
+        if "gate_up_proj" in chosen:
+            chosen |= {"gate_proj", "up_proj"}
+        chosen -= {"qkv_proj", "gate_up_proj"}
+    if mla:
+        chosen = {MLA_ALIASES.get(name, name) for name in chosen}
+        chosen.discard("v_proj")  # MLA has no separate value projection
+    else:
+        chosen -= {"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"}
     # Plain MLPs have one input projection; its adapter is counted as up_proj.
     if not arch.mlp_gated and "gate_proj" in chosen:
         chosen.discard("gate_proj")
@@ -37,6 +70,8 @@ def module_shapes(arch: Architecture, index: int) -> dict[str, tuple[int, int, i
             ),
             "v_proj": (0, 0, 0),
             "o_proj": (arch.attn_out_width, h, 1),
+            "q_a_proj": (h, arch.q_lora_rank or 0, 1 if arch.q_lora_rank else 0),
+            "kv_a_proj_with_mqa": (h, (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0), 1),
         }
     else:
         shapes = {
@@ -52,6 +87,9 @@ def module_shapes(arch: Architecture, index: int) -> dict[str, tuple[int, int, i
     shapes["gate_proj"] = (h, inner, copies if arch.mlp_gated else 0)
     shapes["up_proj"] = (h, inner, copies)
     shapes["down_proj"] = (inner, h, copies)
+    if arch.model_type in FUSED_PROJECTIONS:
+        shapes["qkv_proj"] = (h, arch.q_width + 2 * arch.kv_width, 1)
+        shapes["gate_up_proj"] = (h, 2 * inner, copies)
     return shapes
 
 

@@ -60,7 +60,23 @@ LossImpl = Literal["full", "chunked", "fused_linear"]
 Checkpointing = Literal["none", "full", "selective"]
 Attention = Literal["flash", "eager"]
 Runtime = Literal["transformers", "llama_cpp", "vllm"]
-LoraTarget = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LoraTarget = Literal[
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+    # Fused projections (Phi-3/Phi-4's ``qkv_proj`` and ``gate_up_proj``) and MLA's own linears
+    # (DeepSeek-V2/V3, GLM-4 MoE Lite): the module names PEFT matches in those models.
+    "qkv_proj",
+    "gate_up_proj",
+    "q_a_proj",
+    "q_b_proj",
+    "kv_a_proj_with_mqa",
+    "kv_b_proj",
+]
 
 TRAINING_MODES: frozenset[str] = frozenset({"full_finetune", "pretrain", "lora", "qlora"})
 FLOAT_PRECISIONS: frozenset[str] = frozenset({"fp32", "fp16", "bf16"})

@@ -142,12 +142,13 @@ def _kv_cache_bytes(config_name: str, seq_len: int) -> int:
 
 
 def test_minicpm3_cache_is_mla_as_transformers_keeps_it():
-    """MiniCPM3-4B (validation/configs/minicpm3-4b.json, multi-head latent attention). The
-    transformers runtime keeps MLA's keys and values decompressed per head (the estimator's stated
-    assumption for DeepSeek too): per token and layer 40 heads · (key 64 + 32 = 96, value
-    hidden 2560 / 40 = 64) = 6,400 values; 62 layers · 6,400 · 2 bytes (bf16) · 4096 tokens =
-    3,250,585,600 bytes."""
-    assert _kv_cache_bytes("minicpm3-4b", 4096) == 62 * 40 * (96 + 64) * 2 * 4096 == 3_250_585_600
+    """MiniCPM3-4B (validation/configs/minicpm3-4b.json, multi-head latent attention).
+    transformers 5.24.0 caches MLA's latent, not per-head keys and values
+    (``MiniCPM3Attention.forward`` calls ``cache.update`` on the normalised kv_lora_rank latent
+    and the rotated rope key, one head each): per token and layer kv_lora_rank 256 +
+    qk_rope_head_dim 32 = 288 values; 62 layers · 288 · 2 bytes (bf16) · 4096 tokens =
+    146,276,352 bytes."""
+    assert _kv_cache_bytes("minicpm3-4b", 4096) == 62 * (256 + 32) * 2 * 4096 == 146_276_352
 
 
 def test_dbrx_reads_its_nested_attention_config():
@@ -176,19 +177,19 @@ def test_phimoe_keeps_a_gqa_cache_and_counts_its_biases():
 
 def test_kimi_linear_keeps_kv_only_on_its_mla_layers():
     """Kimi-Linear-48B-A3B (validation/configs/kimi-linear-48b-a3b.json): 7 MLA layers
-    (1-based 4, 8, ..., 24, 27) and 20 KDA layers. MLA as transformers keeps it: 32 heads ·
-    (key 128 + 64, value 128) per token and layer, 7 · 32 · 320 · 2 bytes · 4096 tokens =
-    587,202,560 bytes. Each KDA layer keeps 32 heads · 128 · 128 fp32 values (2,097,152 bytes)
+    (1-based 4, 8, ..., 24, 27) and 20 KDA layers. MLA as transformers 5.24.0 keeps it, the
+    latent (``KimiLinearAttention`` caches kv_lora_rank 512 + qk_rope_head_dim 64 per token and
+    layer): 7 · 576 · 2 bytes · 4096 tokens = 33,030,144 bytes. Each KDA layer keeps 32 heads · 128 · 128 fp32 values (2,097,152 bytes)
     and a conv window of 3 · 4096 channels · 4 taps in bf16 (98,304 bytes): 20 · 2,195,456 =
     43,909,120 bytes, whatever the sequence length."""
     config = json.loads((VALIDATION_CONFIGS / "kimi-linear-48b-a3b.json").read_text())
     result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=4096))
     kinds = {kind.kind: kind for kind in result.layer_kinds}
     assert kinds["attention"].layers == 7
-    assert kinds["attention"].cache_bytes == 7 * 32 * (192 + 128) * 2 * 4096 == 587_202_560
+    assert kinds["attention"].cache_bytes == 7 * (512 + 64) * 2 * 4096 == 33_030_144
     assert kinds["gated_deltanet"].layers == 20
     assert kinds["gated_deltanet"].cache_bytes == 20 * (32 * 128 * 128 * 4 + 3 * 4096 * 4 * 2)
-    assert result.breakdown.kv_cache == 587_202_560 + 43_909_120
+    assert result.breakdown.kv_cache == 33_030_144 + 43_909_120
 
 
 def test_olmo1_norms_hold_no_parameters():

@@ -137,11 +137,13 @@ def test_images_add_their_tokens_to_the_sequence():
     assert none.breakdown.kv_cache == 256 * 100
 
 
-def test_llama4_chunked_layers_keep_only_the_chunk():
-    """Llama 4: RoPE layers use chunked attention, and transformers' DynamicCache keeps only
-    attention_chunk_size tokens for them. 4 layers, no_rope_layer_interval 4 → layers 0-2
-    chunked, layer 3 full. Per token per layer: 2 KV heads × (16 + 16) × 2 B = 128 B.
-    seq 100, chunk 16: 3 × 16 × 128 + 1 × 100 × 128 = 6,144 + 12,800 = 18,944 B."""
+def test_llama4_chunked_layers_hold_the_prompt_after_prefill():
+    """Llama 4: RoPE layers use chunked attention, cached by transformers' DynamicCache in a
+    DynamicSlidingWindowLayer (cache_utils.py, 5.24.0: "sliding and chunked are the same"), which
+    keeps its last attention_chunk_size tokens as a view of the whole prompt's K/V, so after the
+    prefill every layer still holds all of it. 4 layers; per token per layer: 2 KV heads ×
+    (16 + 16) × 2 B = 128 B. seq 100: 4 × 100 × 128 = 51,200 B (the chunk alone would be
+    3 × 16 × 128 + 1 × 100 × 128 = 18,944 B)."""
     config = {
         "model_type": "llama4_text",
         "vocab_size": 100,
@@ -157,7 +159,7 @@ def test_llama4_chunked_layers_keep_only_the_chunk():
         "no_rope_layer_interval": 4,
     }
     result = estimate(EstimateRequest(model=ConfigModel(config=config), seq_len=100))
-    assert result.breakdown.kv_cache == 18_944
+    assert result.breakdown.kv_cache == 51_200
 
 
 # A tiny MiniMax-Text-01-shaped model: softmax attention on layer 0, lightning attention on 1.

@@ -6,13 +6,15 @@ Bounds from the estimator issue: every case within 15%, median within 5% for eve
 """
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 
 from validation.compare import rows, summary
 
-MEASUREMENTS = Path(__file__).resolve().parents[2] / "validation" / "measurements.json"
+VALIDATION = Path(__file__).resolve().parents[2] / "validation"
+MEASUREMENTS = VALIDATION / "measurements.json"
 TABLE = rows()
 WORST_CASE_BOUND = 0.15
 MEDIAN_BOUND = 0.05
@@ -36,3 +38,20 @@ def test_each_case_within_its_bound(row):
 def test_median_error_per_mode(mode):
     count, median, _worst = summary(TABLE)[mode]
     assert median <= MEDIAN_BOUND, (mode, count, median)
+
+
+# Issue 27 (MLA, newer MoE, sliding windows longer than the prompt, Phi-4, OLMo 3, gpt-oss,
+# Llama 4 Scout's text model): the cases make_cases.py marks "real_positions", bounds from the
+# issue: at least 25 cases, median within 1.5%, every case within 8%.
+ISSUE27_IDS = {
+    case["id"]
+    for case in json.loads((VALIDATION / "cases.json").read_text())
+    if case.get("real_positions")
+}
+
+
+def test_issue27_cases_within_their_bounds():
+    errors = sorted(abs(float(row["error"])) for row in TABLE if row["id"] in ISSUE27_IDS)  # type: ignore[arg-type]
+    assert len(errors) >= 25
+    assert statistics.median(errors) <= 0.015
+    assert errors[-1] <= 0.08

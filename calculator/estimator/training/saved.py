@@ -72,6 +72,7 @@ CHECKPOINTING = {
 
 def training_setting(
     request: EstimateRequest,
+    arch: Architecture,
     plan: Plan,
     dtypes: TrainingDtypes,
     switches: StackSwitches,
@@ -86,7 +87,11 @@ def training_setting(
         act_bytes=loading.act_bytes,
         residual_bytes=loading.residual_bytes,
         autocast=loading.autocast,
-        attention=request.attention,
+        attention=(
+            request.attention
+            if stack.own_model_code
+            else act.attention_that_runs(arch, request.attention)
+        ),
         training=True,
         frozen_base=dtypes.lora,
         plan=plan,
@@ -114,7 +119,7 @@ def saved_activations(
 ) -> SavedActivations:
     """Per layer, every tensor backward needs (``activations.training_layer_bytes``), or only
     the layer's input under full checkpointing (``activations.checkpointed_layer_bytes``)."""
-    setting = training_setting(request, plan, dtypes, switches, stack, trainable)
+    setting = training_setting(request, arch, plan, dtypes, switches, stack, trainable)
     samples = act.layer_samples(arch)
     one_layer = max(act.training_layer_bytes(arch, setting, i) for i in samples)
     working = max(act.backward_layer_working_bytes(arch, setting, i) for i in samples)
