@@ -56,14 +56,20 @@ def urlencoded(query: QueryDict) -> str:
 
 def query_with(query: QueryDict, **changes: Any) -> str:
     """The current query string with some values replaced (for lever and suggestion links): a
-    replaced key keeps its place, a new one comes last (as ``QueryDict.__setitem__`` would)."""
+    replaced key keeps its place, a new one comes last (as ``QueryDict.__setitem__`` would), and
+    one changed to None is left out."""
     pairs: list[tuple[str, str]] = []
     for key, values in query.lists():
         if key in changes:
-            pairs.append((key, str(changes[key])))
+            if changes[key] is not None:
+                pairs.append((key, str(changes[key])))
         else:
             pairs.extend((key, value) for value in values)
-    pairs.extend((key, str(value)) for key, value in changes.items() if key not in query)
+    pairs.extend(
+        (key, str(value))
+        for key, value in changes.items()
+        if key not in query and value is not None
+    )
     return urlencode(pairs)
 
 

@@ -39,14 +39,15 @@ def test_an_admin_adds_a_preset_that_the_page_then_finds(page, live_server):
     missing = {
         k: v
         for k, v in MISTRAL.items()
-        if k not in ("hidden_size", "num_hidden_layers", "vocab_size")
+        if k not in ("hidden_size", "num_hidden_layers", "num_attention_heads")
     }
     page.fill("#id_config", json.dumps(missing))
     save(page)
     errors = page.locator(".form-row.field-config ul.errorlist li")
     assert errors.count() == 3
     text = errors.all_inner_texts()
-    for name in ("hidden_size", "num_hidden_layers", "vocab_size"):
+    # Width, depth and heads are required; an omitted vocab_size takes MistralConfig's default.
+    for name in ("hidden_size", "num_hidden_layers", "num_attention_heads"):
         assert any(f"'{name}'" in line for line in text), name
     assert errors.first.evaluate("e => getComputedStyle(e).color") == ADMIN_ERROR_RGB
     screenshot(page, "admin-config-every-problem")

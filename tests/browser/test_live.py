@@ -70,8 +70,10 @@ def test_the_pending_sign_moves_nothing(page, live_server):
     top = "document.querySelector('#result .headline').getBoundingClientRect().top + scrollY"
     before = page.evaluate(top)
     held = []
+    # Every keystroke's answer is held (8, 80, 800, 8000): on a loaded machine the debounce can
+    # let an early one through, whose figures (a different result) may take other room.
     page.route(
-        lambda url: "seq=8000" in url and "part=more" not in url, lambda route: held.append(route)
+        lambda url: "seq=8" in url and "part=more" not in url, lambda route: held.append(route)
     )
     page.click("#id_seq")
     page.keyboard.press("Control+A")

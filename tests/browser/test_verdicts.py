@@ -30,10 +30,10 @@ def test_the_headline_the_ram_line_and_the_speed_agree(page, live_server):
     # Without RAM given, the card's part fits and a speed is shown for it.
     assert page.inner_text(HEADLINE).startswith("✔")
     assert page.is_visible("[data-testid=speed]")
-    recompute(page, lambda: page.fill("#id_ram", "64"))
+    recompute(page, lambda: page.fill("#id_ram", "48"))
     page.wait_for_selector("[data-testid=host-verdict]")
     headline = page.inner_text(HEADLINE)
-    assert headline.startswith("✘ Does not fit: 71.67 GiB of system RAM needed")
+    assert headline.startswith("✘ Does not fit: 52.18 GiB of system RAM needed")
     assert page.inner_text("[data-testid=host-verdict]").startswith("✘")
     summary = page.inner_text("#result")
     assert "✔ Fits" not in summary
@@ -44,10 +44,10 @@ def test_the_headline_the_ram_line_and_the_speed_agree(page, live_server):
 
 
 def test_the_ngl_lever_respects_the_ram_and_its_split_gets_a_speed(page, live_server):
-    page.goto(live_server.url + "/?model=gpt-oss-120b&runtime=llama_cpp&gpu=rtx-3060-12gb&ram=64")
+    page.goto(live_server.url + "/?model=gpt-oss-120b&runtime=llama_cpp&gpu=rtx-3060-12gb&ram=48")
     page.wait_for_selector("[data-testid=llama-levers]")
-    assert page.locator("[data-testid=llama-levers] a[href*='ngl=5']").count() == 0
-    assert "more than your 64.00 GiB" in page.inner_text("[data-testid=ngl-ram-short]")
+    assert page.locator("[data-testid=llama-levers] a[href*='ngl=7']").count() == 0
+    assert "more than your 48.00 GiB" in page.inner_text("[data-testid=ngl-ram-short]")
     page.goto(live_server.url + "/?model=qwen3+30b+a3b&runtime=llama_cpp&gpu=rtx-3060-12gb&ram=64")
     assert page.inner_text(HEADLINE).startswith("✘ Does not fit on")
     assert "tokens/s" not in page.inner_text("#result")
