@@ -67,7 +67,12 @@ def test_typing_a_model_name_or_clearing_a_number_flashes_no_message(page, live_
 def test_the_pending_sign_moves_nothing(page, live_server):
     page.goto(live_server.url + START)
     page.wait_for_load_state("networkidle")
-    top = "document.querySelector('#result .headline').getBoundingClientRect().top + scrollY"
+    # The headline's place within the result: what the pending sign must not move (the page
+    # above the result can change for reasons of its own in a long suite run).
+    top = (
+        "document.querySelector('#result .headline').getBoundingClientRect().top"
+        " - document.getElementById('result').getBoundingClientRect().top"
+    )
     before = page.evaluate(top)
     held = []
     # Every keystroke's answer is held (8, 80, 800, 8000): on a loaded machine the debounce can
@@ -85,6 +90,8 @@ def test_the_pending_sign_moves_nothing(page, live_server):
     assert held
     assert page.locator("#result-state").is_visible()
     assert page.evaluate(top) == before
+    position = page.evaluate("getComputedStyle(document.getElementById('result-state')).position")
+    assert position in {"absolute", "fixed"}  # out of the flow: it takes no room
     opacity = page.evaluate("getComputedStyle(document.querySelector('#result .headline')).opacity")
     assert float(opacity) < 1  # the figures are dimmed while their successor is on its way
     screenshot(page, "live-pending")
@@ -94,4 +101,6 @@ def test_the_pending_sign_moves_nothing(page, live_server):
         "() => !document.getElementById('result-state').hasAttribute('data-pending')"
     )
     assert page.evaluate(top) == before
+    position = page.evaluate("getComputedStyle(document.getElementById('result-state')).position")
+    assert position in {"absolute", "fixed"}  # out of the flow: it takes no room
     assert page.server_errors == []
