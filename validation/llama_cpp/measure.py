@@ -378,10 +378,19 @@ def main() -> None:
                 "validation/llama_cpp/measure.py",
             ],
             "date": datetime.date.today().isoformat(),
+            "source": (
+                "measured in this repository by validation/llama_cpp/measure.py with "
+                f"ggml-org/llama.cpp@{LLAMA_CPP_COMMIT} (llama-cpp-python 0.3.36 sdist, PyPI)"
+            ),
         },
         "cases": keep,
     }
-    OUT_JSON.write_text(json.dumps(data, indent=1) + "\n")
+    for case in keep:
+        case["source"] = (
+            f"validation/llama_cpp/measure.py, ggml-org/llama.cpp@{LLAMA_CPP_COMMIT}, "
+            f"config {case['config_source']}"
+        )
+    OUT_JSON.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":
