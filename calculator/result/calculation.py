@@ -39,8 +39,6 @@ from calculator.estimator.runtimes import (
     most_gpu_layers_that_fit,
 )
 from calculator.estimator.runtimes.llama_cpp import (
-    GgufLayout,
-    LlamaCppOptions,
     LlamaCppResult,
     gpu_slot_bytes,
     layer_split_gpu_bytes,
@@ -657,7 +655,7 @@ class Calculation:
                 "seq": longest // options.n_parallel if longest else 0,
                 "host_bytes": self.result.host_bytes,
                 "ram_short": ram_short,
-                "experts_in_ram": self._experts_in_ram(options, room, layout),
+                "experts_in_ram": self._experts_in_ram(room),
             }
         if self.catalogue is not None:
             fits = presenters.gpu_fits(self.catalogue.gpus, self._layer_split_totals())
@@ -670,18 +668,6 @@ class Calculation:
         that hold it whole; with the machine's RAM given, only where that RAM holds the rest."""
         if not self.arch.is_moe:
             return fits
-        options = llama_cpp_options(self.request).model_copy(
-            update={"n_gpu_layers": None, "cpu_moe": False}
-        )
-        layout = llama_cpp_layout(self.request)
-        context_bytes = self.result.breakdown.cuda_context
-        # GPU and host bytes for each --n-cpu-moe: the GPU's fall and the host's grow with it.
-        trials = [
-            estimate_llama_cpp(
-                self.arch, options.model_copy(update={"n_cpu_moe": n}), layout=layout
-            )
-            for n in range(self.arch.num_layers + 1)
-        ]
         have = host_ram_bytes(self.host_ram_gb) if self.host_ram_gb else None
         whole = {gpu.slug for group in fits if group.count == 1 for gpu in group.gpus}
         offloaded = []
@@ -689,9 +675,9 @@ class Calculation:
             for gpu in group.gpus:
                 if gpu.slug in whole or not group.runs:
                     continue
-                room = gpu.usable_bytes - context_bytes
-                first = next((t for t in trials if t.gpu_bytes <= room), None)
-                if first is not None and (have is None or first.host_bytes <= have):
+                room = gpu.usable_bytes - self.result.breakdown.cuda_context
+                _layers, trial = self._cpu_moe_fit(room)
+                if trial is not None and (have is None or trial.host_bytes <= have):
                     offloaded.append(gpu)
         if not offloaded:
             return fits
@@ -700,26 +686,36 @@ class Calculation:
         extra = presenters.GpuGroup(1, None, by_size, experts_in_ram=True)
         return [*fits[:place], extra, *fits[place:]]
 
-    def _experts_in_ram(
-        self, options: LlamaCppOptions, room: int, layout: GgufLayout
-    ) -> dict[str, Any] | None:
+    @cached_property
+    def _cpu_moe_trials(self) -> dict[int, LlamaCppResult]:
+        """llama.cpp's buffers per --n-cpu-moe, as the searches over cards make them."""
+        return {}
+
+    def _cpu_moe_fit(self, room: int) -> tuple[int | None, LlamaCppResult | None]:
+        """The fewest layers with experts in RAM for ``room`` bytes of GPU, and that setup."""
+        layers = fewest_cpu_moe_layers_that_fit(
+            self.arch,
+            llama_cpp_options(self.request),
+            room,
+            layout=llama_cpp_layout(self.request),
+            trials=self._cpu_moe_trials,
+        )
+        return layers, None if layers is None else self._cpu_moe_trials[layers]
+
+    def _experts_in_ram(self, room: int) -> dict[str, Any] | None:
         """The fewest layers whose routed experts must stay in RAM (--n-cpu-moe) for every
         other tensor to fit on the GPU, and the RAM that then holds: the answer to "a large
         MoE on a small card" (a partial -ngl leaves far more on the CPU). None for a dense
         model, or when even every expert in RAM leaves too much on the GPU."""
-        layers = fewest_cpu_moe_layers_that_fit(self.arch, options, room, layout=layout)
-        if layers is None:
+        layers, trial = self._cpu_moe_fit(room)
+        if layers is None or trial is None:
             return None
-        trial = options.model_copy(
-            update={"n_gpu_layers": None, "cpu_moe": False, "n_cpu_moe": layers}
-        )
-        need = estimate_llama_cpp(self.arch, trial, layout=layout).host_bytes
         have = host_ram_bytes(self.host_ram_gb) if self.host_ram_gb else None
         return {
             "layers": layers,
             "of": self.arch.num_layers,
-            "ram_bytes": need,
-            "ram_short": have is not None and need > have,
+            "ram_bytes": trial.host_bytes,
+            "ram_short": have is not None and trial.host_bytes > have,
             "have_bytes": have,
         }
 

@@ -961,12 +961,14 @@ class CacheLayers:
         """``n_embd_v_gqa_max``: the widest V of any layer."""
         return max((m.v_width for m in self.classes.members), default=0)
 
-    def kv_bytes_from(self, il: int, options: LlamaCppOptions, full: int, sliding: int) -> int:
-        """KV bytes of layers ``il..n-1`` with ``full`` and ``sliding`` cells."""
+    def kv_class_bytes(self, options: LlamaCppOptions, full: int, sliding: int) -> tuple[int, ...]:
+        """One layer's KV bytes per class, with ``full`` and ``sliding`` cells."""
         v_max = self.v_width_max
-        return self.classes.weighted_from(
-            il, (kv_layer_bytes(m, options, full, sliding, v_max) for m in self.classes.members)
-        )
+        return tuple(kv_layer_bytes(m, options, full, sliding, v_max) for m in self.classes.members)
+
+    def kv_bytes_from(self, il: int, class_bytes: tuple[int, ...]) -> int:
+        """KV bytes of layers ``il..n-1``, given ``kv_class_bytes``."""
+        return self.classes.weighted_from(il, class_bytes)
 
     def state_elements_from(self, il: int) -> int:
         """Recurrent-state elements of one cell over layers ``il..n-1``."""
@@ -1272,8 +1274,9 @@ def kv_buffer(
     if layers is None:
         layers = cache_layers(arch)
     full, swa = kv_cells(arch, options)
-    gpu = layers.kv_bytes_from(_first_gpu_block(arch, options), options, full, swa)
-    return DeviceBytes(gpu=gpu, host=layers.kv_bytes_from(0, options, full, swa) - gpu)
+    per_class = layers.kv_class_bytes(options, full, swa)
+    gpu = layers.kv_bytes_from(_first_gpu_block(arch, options), per_class)
+    return DeviceBytes(gpu=gpu, host=layers.kv_bytes_from(0, per_class) - gpu)
 
 
 def recurrent_state_elements(state: RecurrentState) -> int:
@@ -1429,10 +1432,10 @@ def gpu_slot_bytes(arch: Architecture, layout: GgufLayout, options: LlamaCppOpti
     slots.append(output)
     full, swa = kv_cells(arch, options)
     layers = layout.layers
+    per_class = layers.kv_class_bytes(options, full, swa)
     for il in range(n_layer):
         # Layer il's own bytes: those from il on, less those from il + 1 on.
-        kv_here = layers.kv_bytes_from(il, options, full, swa)
-        kv_here -= layers.kv_bytes_from(il + 1, options, full, swa)
+        kv_here = layers.kv_bytes_from(il, per_class) - layers.kv_bytes_from(il + 1, per_class)
         states = layers.state_elements_from(il) - layers.state_elements_from(il + 1)
         slots[il] += kv_here + 4 * states * recurrent_cells(options)
     return slots[start:]
@@ -1518,20 +1521,26 @@ def fewest_cpu_moe_layers_that_fit(
     gpu_memory_bytes: int,
     *,
     layout: GgufLayout | None = None,
+    trials: dict[int, LlamaCppResult] | None = None,
 ) -> int | None:
     """The smallest ``--n-cpu-moe N`` with every layer offloaded whose GPU buffers fit in
     ``gpu_memory_bytes``: 0 when nothing needs to move, None for a model without routed experts
     or when even every expert in RAM leaves too much on the GPU. GPU bytes fall as N grows, so
-    a bisection over 0..n_layer finds it. ``layout``: as for ``estimate_llama_cpp``."""
+    a bisection over 0..n_layer finds it. ``layout``: as for ``estimate_llama_cpp``;
+    ``trials``: the estimates per N already made, filled in as the search goes, for searches
+    on several cards."""
     if not arch.is_moe:
         return None
     if layout is None:
         layout = gguf_layout(arch, options.file_type(arch))
     offloaded = options.model_copy(update={"n_gpu_layers": None, "cpu_moe": False})
+    made = trials if trials is not None else {}
 
     def fits(n: int) -> bool:
-        trial = offloaded.model_copy(update={"n_cpu_moe": n})
-        return estimate_llama_cpp(arch, trial, layout=layout).gpu_bytes <= gpu_memory_bytes
+        if n not in made:
+            trial = offloaded.model_copy(update={"n_cpu_moe": n})
+            made[n] = estimate_llama_cpp(arch, trial, layout=layout)
+        return made[n].gpu_bytes <= gpu_memory_bytes
 
     if not fits(arch.num_layers):
         return None
