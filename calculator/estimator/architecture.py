@@ -556,6 +556,13 @@ class ConfigFields:
     def has(self, *names: str) -> bool:
         return any(self.raw.get(name) is not None for name in names)
 
+    def section(self, name: str) -> Mapping[str, Any]:
+        """A nested config (``text_config``, ``vision_config``) that must be there."""
+        value = self.raw.get(name)
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"Config is missing the object '{name}'.", name)
+        return value
+
     def require(self, *names: str) -> None:
         """Raise a ``ConfigError`` naming the first of these fields the config lacks."""
         for name in names:

@@ -59,12 +59,7 @@ def _vision_params(v: ConfigFields, text_hidden: int, projector: int) -> int:
 def read_minimax_m3_vl(c: ConfigFields) -> Architecture:
     """The whole checkpoint as ``MiniMaxM3SparseForConditionalGeneration`` builds it; the
     text model's omitted fields take MiniMaxM3VLTextConfig's defaults (``class_defaults``)."""
-    text_raw = c.raw.get("text_config")
-    vision_raw = c.raw.get("vision_config")
-    if not isinstance(text_raw, Mapping):
-        raise ConfigError("Config is missing the object 'text_config'.", "text_config")
-    if not isinstance(vision_raw, Mapping):
-        raise ConfigError("Config is missing the object 'vision_config'.", "vision_config")
+    text_raw, vision_raw = c.section("text_config"), c.section("vision_config")
     t = ConfigFields({**text_raw, "model_type": "minimax_m3_vl_text"})
     fields = core_fields(t)
     layers, hidden = fields["num_layers"], fields["hidden_size"]

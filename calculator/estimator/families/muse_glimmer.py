@@ -7,11 +7,8 @@ projection onto the text width, all bias-free."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from calculator.estimator.architecture import (
     Architecture,
-    ConfigError,
     ConfigFields,
     VisionTower,
     core_fields,
@@ -39,12 +36,7 @@ def read_muse_glimmer(c: ConfigFields) -> Architecture:
     """The whole checkpoint as ``MuseGlimmerForConditionalGeneration`` builds it; omitted fields
     of the text and vision configs take MuseGlimmerTextConfig's / MuseGlimmerVisionConfig's
     defaults (``class_defaults``)."""
-    text_raw = c.raw.get("text_config")
-    vision_raw = c.raw.get("vision_config")
-    if not isinstance(text_raw, Mapping):
-        raise ConfigError("Config is missing the object 'text_config'.", "text_config")
-    if not isinstance(vision_raw, Mapping):
-        raise ConfigError("Config is missing the object 'vision_config'.", "vision_config")
+    text_raw, vision_raw = c.section("text_config"), c.section("vision_config")
     t = ConfigFields({**text_raw, "model_type": "muse_glimmer_text"})
     fields = core_fields(t)
     layers, hidden = fields["num_layers"], fields["hidden_size"]
