@@ -53,6 +53,12 @@ class RecurrentState(BaseModel):
     state_fp32: bool = Field(
         default=False, description="The recurrent state is kept in fp32 whatever the model dtype."
     )
+    matrices: tuple[tuple[int, int], ...] = Field(
+        default=(),
+        description="The mixer's weight matrices as (input width, output width), where a runtime "
+        "stores each on its own (llama.cpp picks a type per row length); what params has beyond "
+        "them and the convolution is vectors and A. Empty: not itemised.",
+    )
 
 
 # What validation/generic_reader_error.py measured: the generic reader run on the configs of
@@ -170,6 +176,19 @@ class Architecture(BaseModel):
         ge=0,
         description="Language-model parameters outside the shared per-layer layout (per-layer "
         "embeddings, MTP layers, extra norms and projections).",
+    )
+    per_layer_embedding: tuple[int, int] | None = Field(
+        default=None,
+        description="A second embedding table, part of other_params, read like the token "
+        "embeddings: (rows, width), Gemma 3n's and Gemma 4's per-layer inputs "
+        "(vocab_size_per_layer_input, layers × hidden_size_per_layer_input).",
+    )
+    unquantized_params: int = Field(
+        default=0,
+        ge=0,
+        description="Elements of other_params in matrices llama-quantize keeps in the source "
+        "file's type (Gemma 3n's AltUp and LAuReL matrices, per_layer_model_proj: "
+        "tensor_allows_quantization in llama-quant.cpp).",
     )
     mixer_kinds: tuple[MixerKind, ...] = Field(
         default=(), description="Per layer: what mixes tokens; empty means attention everywhere."

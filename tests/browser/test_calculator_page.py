@@ -24,7 +24,7 @@ def wait_for_recompute(page, action) -> None:
 def test_typing_a_short_name_picks_the_preset(page, live_server):
     page.goto(live_server.url + "/")
     wait_for_recompute(page, lambda: page.fill("#id_model", "qwen2-7B"))
-    page.wait_for_function("document.querySelector('#result').innerText.includes('Qwen2 7B')")
+    page.wait_for_function("() => document.querySelector('#result').innerText.includes('Qwen2 7B')")
     assert "model=qwen2-7B" in page.url
     assert page.server_errors == []
     screenshot(page, "calculator-qwen2-7b")
@@ -111,7 +111,9 @@ def test_suggestions_appear_while_typing(page, live_server):
     with page.expect_response(lambda r: "/suggest" in r.url):
         page.fill("#id_model", "qwen2.5")
     options = page.locator("#model-suggestions option")
-    page.wait_for_function("document.querySelectorAll('#model-suggestions option').length > 1")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#model-suggestions option').length > 1"
+    )
     values = [options.nth(i).get_attribute("value") for i in range(options.count())]
     assert any(value.startswith("Qwen2.5") for value in values)
     # A datalist is the browser's own keyboard-navigable list (arrow keys, Enter).

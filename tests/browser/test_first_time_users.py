@@ -120,7 +120,7 @@ def test_engineer_planning_eight_h100(page, live_server):
     recompute(page, lambda: page.fill("#id_tp", "8"))
     page.wait_for_url(re.compile(r"tp=8"))
     page.wait_for_function(
-        "document.querySelector('a[href*=\"format=json\"]').href.includes('tp=8')"
+        "() => document.querySelector('a[href*=\"format=json\"]').href.includes('tp=8')"
     )
     assert "per GPU" in page.locator("#result .total").inner_text()
     href = page.locator("a[href*='format=json']").first.get_attribute("href")
@@ -177,7 +177,7 @@ def test_researcher_pasting_a_long_config(page, live_server):
     page.wait_for_timeout(300)
     with page.expect_response(lambda r: r.request.method == "POST" and r.status == 200):
         page.fill("#id_config", text)
-    page.wait_for_function("document.querySelector('#result').innerText.includes('6.92B')")
+    page.wait_for_function("() => document.querySelector('#result').innerText.includes('6.92B')")
     assert "cfg=" in page.url
     assert len(page.url) < 400
     assert "beyond the 2,048-token context" in page.locator("#result").inner_text()
@@ -208,7 +208,7 @@ def test_someone_typing_unknown_names(page, live_server):
         .observe(document.getElementById('result-state'), {attributes: true}); }"""
     )
     page.type("#id_model", "qwen2-7c", delay=20)
-    page.wait_for_function("window.pendingSeen.includes('Calculating…')")
+    page.wait_for_function("() => window.pendingSeen.includes('Calculating…')")
     page.wait_for_selector("#errors_model:has-text('No model in the catalogue matches')")
     assert page.locator("#result-state").get_attribute("data-pending") is None
     # The focus ring is clearly visible: at least 3:1 against the field's surroundings.

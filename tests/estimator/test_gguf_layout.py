@@ -110,6 +110,24 @@ def test_a_gguf_holds_every_parameter_of_the_language_model(name):
     # was +48% and Qwen3.5-27B -9.5% when every block was priced as attention + MLP).
     from tests.estimator.test_param_counts import _config_for
 
-    arch = Architecture.from_hf_config(_config_for(name))
+    config = _config_for(name)
+    arch = Architecture.from_hf_config(config)
     language_model = _COUNTED[name]["params_total"] - arch.extra_params
-    assert gguf_layout(arch, "F16").elements == language_model
+    assert gguf_layout(arch, "F16").elements == language_model + _gguf_beyond_transformers(config)
+
+
+def _gguf_beyond_transformers(config: dict) -> int:
+    """What a GGUF holds that transformers 5 does not build. Gemma 3n: the KV-shared layers' k/v
+    projections and k_norm, which the checkpoint has and llama.cpp's gemma3n loader requires
+    (src/models/gemma3n.cpp), and the per-layer embedding table padded from
+    vocab_size_per_layer_input to vocab_size rows (conversion/gemma.py, Gemma3NModel)."""
+    text = config.get("text_config", config)
+    if text.get("model_type") not in ("gemma3n", "gemma3n_text"):
+        return 0
+    head_dim = text["head_dim"]
+    shared_kv = text["num_kv_shared_layers"] * (
+        2 * text["hidden_size"] * text["num_key_value_heads"] * head_dim + head_dim
+    )
+    padded_rows = text["vocab_size"] - text["vocab_size_per_layer_input"]
+    table_width = text["num_hidden_layers"] * text["hidden_size_per_layer_input"]
+    return shared_kv + padded_rows * table_width

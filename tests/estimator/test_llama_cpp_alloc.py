@@ -12,17 +12,6 @@ import pytest
 from validation.llama_cpp_alloc import error, rows
 
 ROWS = rows()
-# Model buffers not yet within 3% (issue 27, left open): Gemma 3n's per-layer embedding table
-# (-11% F16, -28% Q4_K_M), Gemma 4 (-2.8% F16 to -5.7% Q4_K_M: llama.cpp's buffer holds one
-# more token-embedding-sized tensor than our inventory), Mamba-130M's and Falcon-Mamba's small
-# SSM tensors (-5.6% Q4_K_M, +3.7% F16).
-MODEL_BUFFER_OPEN = {
-    "gemma-3n-e2b",
-    "gemma-4-26b-a4b",
-    "gemma-4-31b",
-    "mamba-130m",
-    "falcon-mamba-7b",
-}
 
 
 def test_the_measurements_cover_the_issue():
@@ -43,16 +32,7 @@ def test_kv_and_recurrent_state_are_what_llama_cpp_allocates(row):
         assert abs(error(row[part])) <= 0.01
 
 
-def _model_rows(open_ones: bool) -> list[dict]:
-    return [row for row in ROWS if (row["id"].split("/")[0] in MODEL_BUFFER_OPEN) is open_ones]
-
-
 def test_model_buffers_within_1_percent_median_and_3_percent_worst():
-    errors = [abs(error(row["model"])) for row in _model_rows(False)]
+    errors = [abs(error(row["model"])) for row in ROWS]
     assert statistics.median(errors) <= 0.01
     assert max(errors) <= 0.03
-
-
-@pytest.mark.xfail(strict=True, reason="issue 27: these model buffers are not within 3% yet")
-def test_model_buffers_of_the_open_architectures_within_3_percent():
-    assert max(abs(error(row["model"])) for row in _model_rows(True)) <= 0.03

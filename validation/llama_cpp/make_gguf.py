@@ -221,7 +221,9 @@ def convert(config_path: Path, out: Path, outtype: str, no_mtp: bool = False) ->
         # vocab_size rows (a stand-in tokenizer.json of that length)
         global VOCAB_SIZE
         VOCAB_SIZE = next(
-            shape[0] for n, (shape, _) in shapes.items() if n.endswith("embed_tokens.weight")
+            shape[0]
+            for n, (shape, _) in shapes.items()
+            if n.endswith(("embed_tokens.weight", "embeddings.weight"))
         )
         vocab = VOCAB_SIZE
         (dir_model / "tokenizer.json").write_text(
@@ -238,9 +240,18 @@ def convert(config_path: Path, out: Path, outtype: str, no_mtp: bool = False) ->
         ftype = {"f16": gguf.LlamaFileType.MOSTLY_F16, "bf16": gguf.LlamaFileType.MOSTLY_BF16}[
             outtype
         ]
-        with torch.inference_mode():
-            model = cls(dir_model, ftype, out)
-            model.write()
+        # The data is a hole, so every tensor reads as zeros: a converter that drops the output
+        # head when it equals the embeddings (conversion/mamba.py compares them with
+        # torch.equal) would drop it for any untied checkpoint. Only a tied config shares them.
+        equal = torch.equal
+        if not config.get("tie_word_embeddings", True):
+            torch.equal = lambda a, b: False
+        try:
+            with torch.inference_mode():
+                model = cls(dir_model, ftype, out)
+                model.write()
+        finally:
+            torch.equal = equal
 
 
 def main() -> None:

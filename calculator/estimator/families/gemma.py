@@ -178,6 +178,10 @@ def read_gemma3n_text(c: ConfigFields) -> Architecture:
             "model_type": "gemma3n_text",
             "other_params": layers * (altup + laurel + gate) + mlp_delta + model_level,
             "kv_shared_layers": c.integer("num_kv_shared_layers", default=0),
+            "per_layer_embedding": (per_layer_vocab, layers * per_layer),
+            "unquantized_params": layers * (2 * h * rank + streams * h)
+            + layers * per_layer * h
+            + 2 * (streams - 1) * h * h,
         }
     )
 

@@ -8,7 +8,7 @@ the multimodal checkpoint adds the Gemma 4 vision encoder and its projection."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from calculator.estimator.architecture import (
     Architecture,
@@ -140,16 +140,22 @@ def _moe_block(
     }
 
 
-def _per_layer_inputs(c: ConfigFields, *, h: int, layers: int) -> int:
-    """``hidden_size_per_layer_input`` (``Gemma4TextModel``, ``Gemma4TextDecoderLayer``)."""
+def _per_layer_inputs(c: ConfigFields, *, h: int, layers: int) -> tuple[int, dict[str, Any]]:
+    """``hidden_size_per_layer_input`` (``Gemma4TextModel``, ``Gemma4TextDecoderLayer``): the
+    parameters and the Architecture fields that say where they lie."""
     per_layer = c.integer("hidden_size_per_layer_input", default=256)
     if not per_layer:
-        return 0
+        return 0, {}
     per_layer_vocab = c.positive("vocab_size_per_layer_input", default=262_144)
     # Per layer: input gate, projection, post norm; model: the per-layer embedding table,
     # its projection from the hidden state and its norm.
     extra = layers * (2 * h * per_layer + h)
-    return extra + per_layer_vocab * layers * per_layer + h * layers * per_layer + per_layer
+    model_projection = h * layers * per_layer
+    params = extra + per_layer_vocab * layers * per_layer + model_projection + per_layer
+    return params, {
+        "per_layer_embedding": (per_layer_vocab, layers * per_layer),
+        "unquantized_params": model_projection,
+    }
 
 
 @register("gemma4_text")
@@ -187,7 +193,8 @@ def read_gemma4_text(c: ConfigFields) -> Architecture:
     if c.flag("use_double_wide_mlp", False):
         extra += sum(reuse) * 3 * h * inter
     moe_extra, update = _moe_block(c, h=h, layers=layers, inter=inter)
-    extra += moe_extra + _per_layer_inputs(c, h=h, layers=layers)
+    per_layer_params, per_layer_fields = _per_layer_inputs(c, h=h, layers=layers)
+    extra += moe_extra + per_layer_params
     if extra < 0:
         raise ConfigError("Gemma 4 attention shapes are inconsistent.", "global_head_dim")
     window = c.positive("sliding_window", default=512)
@@ -209,6 +216,7 @@ def read_gemma4_text(c: ConfigFields) -> Architecture:
         kv_layer_shapes=_kv_layer_shapes(shapes, head_dim, kv_heads),
         other_params=extra,
         **update,
+        **per_layer_fields,
     )
     return Architecture(**fields)
 

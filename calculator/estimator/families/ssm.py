@@ -58,6 +58,7 @@ def mamba_mixer(c: ConfigFields, hidden: int, *, prefix: str = "") -> RecurrentS
         conv_kernel=kernel,
         state_elements=inner * state,
         state_fp32=True,
+        matrices=((hidden, 2 * inner), (inner, rank + 2 * state), (rank, inner), (inner, hidden)),
     )
 
 

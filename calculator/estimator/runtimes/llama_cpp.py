@@ -192,6 +192,12 @@ _ISWA_MODEL_TYPES = frozenset(
 _MXFP4_EXPERTS = frozenset({"gpt_oss"})
 # Families whose GGUF converter keeps Q/K/V fused in one ``attn_qkv`` tensor (convert_hf_to_gguf.py).
 _FUSED_QKV = frozenset({"gpt2", "gpt_neox", "falcon", "phi3"})
+_LOADS_SHARED_KV = frozenset({"gemma3n", "gemma3n_text"})
+# Loaders that create the tied output head before token_embd (src/models/gemma3n.cpp,
+# gemma4.cpp): the duplicate finds no tensor of that name in the buffer's context yet, so the
+# host holds the table twice when the output layer stays there (llama-model-loader.cpp
+# create_tensor, TENSOR_DUPLICATED).
+_TIED_HEAD_FIRST = frozenset({"gemma3n", "gemma3n_text", "gemma4", "gemma4_text"})
 
 
 class _Frozen(BaseModel):
@@ -338,6 +344,7 @@ Category = Literal[
     "ffn_gate",
     "ffn_down",
     "other",
+    "unquantized",  # a matrix llama-quantize leaves in the source file's type
 ]
 
 
@@ -455,9 +462,12 @@ def _block_shapes(arch: Architecture, structure: _Structure) -> tuple[_Shape, ..
         params = arch.moe_params() if mlp_kind == "moe" else arch.dense_mlp_params()
         counted = sum(shape.elements for shape in out[before_mlp:])
         out.matrix_and_rest("ffn_extra", params - counted, h)
-    # Parameters outside the shared per-layer layout (per-layer embeddings and projections,
-    # MTP layers, indexers), spread over the blocks.
-    out.matrix_and_rest("extra", arch.other_params // arch.num_layers, h)
+    # Parameters outside the shared per-layer layout (per-layer projections, MTP layers,
+    # indexers), spread over the blocks.
+    quantized, unquantized = _spread_params(arch)
+    out.matrix_and_rest("extra", quantized // arch.num_layers, h)
+    if unquantized // (arch.num_layers * h):
+        out.add("extra_unquantized", "unquantized", h, unquantized // (arch.num_layers * h))
     # _layer_choices ranks the blocks that have an attn_v-like tensor: at most one each.
     assert sum(s.category in _ATTN_V_LIKE for s in out) <= 1
     return tuple(out)
@@ -479,10 +489,19 @@ def _mlp_shapes(
 
 
 def _recurrent_shapes(state: RecurrentState, h: int) -> _Shapes:
-    """A recurrent mixer: its projections as one ``hidden``-wide matrix, its convolution kernel
-    (as many weights as the convolution state has cells) and small vectors in F32."""
+    """A recurrent mixer: its projections, each matrix on its own where the mixer lists them
+    (Mamba's ``dt_proj`` is ``dt_rank`` wide, so its row length decides its type), else as one
+    ``hidden``-wide matrix; its convolution kernel (as many weights as the convolution state has
+    cells) and the rest in F32 (vectors, and Mamba's ``ssm_a``, which is not named ``weight``)."""
     out = _Shapes()
-    out.matrix_and_rest("ssm_proj", state.params - state.conv_elements, h)
+    if state.matrices:
+        for i, (width, rows) in enumerate(state.matrices):
+            out.add(f"ssm_proj_{i}", "other", width, rows)
+        rest = state.params - state.conv_elements - sum(w * r for w, r in state.matrices)
+        if rest:
+            out.add("ssm_small", "other", rest, 1, False)
+    else:
+        out.matrix_and_rest("ssm_proj", state.params - state.conv_elements, h)
     if state.conv_elements:
         out.add("ssm_conv1d", "other", state.conv_elements, 1, False)
     return out
@@ -537,11 +556,28 @@ def _attention_shapes(arch: Architecture, reuses_kv: bool, params: int) -> _Shap
     return out
 
 
+def _spread_params(arch: Architecture) -> tuple[int, int]:
+    """``other_params`` less a per-layer embedding table, which is its own tensor: the elements
+    llama-quantize quantizes and those it keeps in the source type, spread over the blocks."""
+    table = 0
+    if arch.per_layer_embedding is not None:
+        rows, width = arch.per_layer_embedding
+        table = rows * width
+    quantized = arch.other_params - table - arch.unquantized_params
+    return quantized, arch.unquantized_params
+
+
 def _embedding_shapes(arch: Architecture) -> tuple[_Shape, ...]:
-    """The tables read with ``get_rows``, which llama.cpp keeps on the host: token_embd and a
+    """The tables read with ``get_rows``, which llama.cpp keeps on the host: token_embd, a
+    per-layer embedding table (quantized as token_embd: ``tensor_name_match_token_embd``) and a
     learned position table."""
     h = arch.hidden_size
     shapes = [_Shape("token_embd", "token_embd", h, arch.vocab_size, True)]
+    if arch.per_layer_embedding is not None:
+        # n_vocab rows, as the loaders require (src/models/gemma3n.cpp, gemma4.cpp); Gemma 3n's
+        # converter pads the table to vocab_size (conversion/gemma.py, Gemma3NModel).
+        _rows, width = arch.per_layer_embedding
+        shapes.append(_Shape("per_layer_token_embd", "token_embd", width, arch.vocab_size, True))
     if arch.learned_positions:
         shapes.append(_Shape("position_embd", "other", h, arch.learned_positions, False))
     return tuple(shapes)
@@ -558,15 +594,21 @@ def _output_shapes(arch: Architecture) -> tuple[_Shape, ...]:
         shapes.append(_Shape("output", "output", h, arch.vocab_size, True))
     small = arch.vocab_size if arch.lm_head_bias else 0
     # What other_params leaves after spreading it over the blocks (_block_shapes).
-    small += arch.other_params % arch.num_layers
+    quantized, unquantized = _spread_params(arch)
+    small += quantized % arch.num_layers + unquantized % (arch.num_layers * h)
     if small:
         shapes.append(_Shape("output_small", "other", small, 1, False))
     return tuple(shapes)
 
 
 def _structures(arch: Architecture) -> tuple[_Structure, ...]:
-    """The ``_Structure`` of every block, the index tuples read once (``mlp_kinds``)."""
+    """The ``_Structure`` of every block, the index tuples read once (``mlp_kinds``). Gemma 3n's
+    KV-shared layers keep their k/v projections in the file: the checkpoint has them and
+    llama.cpp's gemma3n loader requires them (``create_tensor_qkv`` without
+    ``TENSOR_NOT_REQUIRED``), though no layer uses them."""
     shared_from = arch.num_layers - arch.kv_shared_layers
+    if arch.model_type in _LOADS_SHARED_KV:
+        shared_from = arch.num_layers
     if not (arch.mixer_kinds or arch.kv_shared_layers):
         if not arch.is_moe:
             return (("attention", "dense", False),) * arch.num_layers
@@ -828,6 +870,9 @@ def _tensor_type(
     file (``_MXFP4_EXPERTS``)."""
     if not quantizable:
         return "F32"
+    if category == "unquantized":
+        # The source file's type: a float file's own, F16 for a file quantized from F16/BF16.
+        return _DEFAULT_TYPE[qs.ftype] if qs.ftype in _FLOAT_FILES else "F16"
     if expert and (qs.mxfp4_experts or qs.ftype == "MXFP4"):
         return _with_fallback(ne0, "MXFP4")
     base = _DEFAULT_TYPE[qs.ftype]
@@ -1250,7 +1295,9 @@ def model_buffer(arch: Architecture, layout: GgufLayout, options: LlamaCppOption
         host += layout.output_bytes
     if arch.tie_word_embeddings and output_on_gpu:
         gpu += layout.token_embd_bytes
-        # on the host the tied head reads the embedding table itself
+    elif arch.tie_word_embeddings and arch.model_type in _TIED_HEAD_FIRST:
+        host += layout.token_embd_bytes
+    # else on the host the tied head reads the embedding table itself
     return DeviceBytes(gpu=gpu, host=host)
 
 
