@@ -15,6 +15,7 @@ translation is trusted markup, the values are escaped, a literal % is written %%
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +111,14 @@ def api_route(context: Context, calculation: Any, query: QueryDict) -> ApiRoute 
     return route
 
 
+def api_route_slot(query: QueryDict | None) -> str:
+    """The id of the place a recompute's first view leaves for the API route, which the part
+    loaded next fills out of band. It names the inputs: the answer to an older request, arriving
+    after a newer first view replaced the result, finds no slot of its name and is dropped."""
+    text = fmt.urlencoded(query) if query else ""
+    return "api-route-" + hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def environment(**options: Any) -> Environment:
     # Like the Django template language, a missing value or attribute renders as nothing.
     options["undefined"] = ChainableUndefined
@@ -123,5 +132,6 @@ def environment(**options: Any) -> Environment:
         query_with=fmt.query_with,
         urlencoded=fmt.urlencoded,
         api_route=api_route,
+        api_route_slot=api_route_slot,
     )
     return env

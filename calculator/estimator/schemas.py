@@ -377,9 +377,29 @@ class EstimateRequest(_Frozen):
             raise ValueError(
                 f"the {self.runtime} runtime serves inference only; choose mode inference"
             )
-        if self.runtime == "llama_cpp" and self.num_gpus > 1:
-            raise ValueError("the llama_cpp estimate covers one GPU; set num_gpus to 1")
+        if self.runtime == "llama_cpp":
+            self._check_llama_cpp_devices()
         return self
+
+    def _check_llama_cpp_devices(self) -> None:
+        """llama.cpp splits layers over the GPUs of one process; it has no tensor parallelism
+        of the kind tensor_parallel means, and a per-GPU list must name every GPU."""
+        if self.tensor_parallel > 1:
+            raise ValueError(
+                "llama.cpp splits the layers over the GPUs (llama_cpp.split_mode); set "
+                "tensor_parallel to 1"
+            )
+        options = self.llama_cpp
+        if options is None:
+            return
+        for name in ("tensor_split", "device_memory_bytes"):
+            values = getattr(options, name)
+            if values is not None and len(values) != self.num_gpus:
+                raise ValueError(
+                    f"llama_cpp.{name} has {len(values)} values for {self.num_gpus} GPU(s)"
+                )
+        if options.main_gpu >= self.num_gpus:
+            raise ValueError(f"llama_cpp.main_gpu must be below num_gpus ({self.num_gpus})")
 
     @model_validator(mode="after")
     def _vllm_knows_gpu_memory(self) -> EstimateRequest:

@@ -87,7 +87,7 @@ def llama_cpp_result(request: EstimateRequest, arch: Architecture, notes: Notes)
     hybrid/state-space layers, compute) plus the CUDA context; what stays on the host is
     ``host_bytes``."""
     options = llama_cpp_options(request)
-    loaded = estimate_llama_cpp(arch, options)
+    loaded = estimate_llama_cpp(arch, options, devices=request.num_gpus)
     notes.add(
         gettext_noop(
             "llama.cpp with a %(gguf)s GGUF file (%(bpw)s bits per weight), a %(n_ctx)s-token "
@@ -125,16 +125,37 @@ def llama_cpp_result(request: EstimateRequest, arch: Architecture, notes: Notes)
             CUDA_CONTEXT_SOURCE,
             mib=context // (1024 * 1024),
         )
-    breakdown = Breakdown(
-        weights=loaded.model_buffer.gpu,
-        # The RS buffer sits beside the KV buffer, on the same devices (llama_memory_hybrid).
-        kv_cache=loaded.kv_buffer.gpu + loaded.recurrent_buffer.gpu,
-        activations=loaded.compute_buffer.gpu,
-        cuda_context=context,
-    )
+    # Per GPU: the one that runs out first, when the layers are split over several.
+    binding = loaded.binding_device(options.device_memory_bytes)
+    if request.num_gpus > 1 and binding is not None:
+        notes.add(
+            gettext_noop(
+                "llama.cpp splits the layers over %(n)s GPUs (%(mode)s); the figures are those "
+                "of %(device)s, the GPU with the least room left: %(layers)s of the layer slots."
+            ),
+            LLAMA_CPP_SOURCE,
+            n=request.num_gpus,
+            mode=f"-sm {options.split_mode}",
+            device=binding.name,
+            layers=binding.layers,
+        )
+        breakdown = Breakdown(
+            weights=binding.model,
+            kv_cache=binding.kv + binding.recurrent,
+            activations=binding.compute,
+            cuda_context=context if binding.layers else 0,
+        )
+    else:
+        breakdown = Breakdown(
+            weights=loaded.model_buffer.gpu,
+            # The RS buffer sits beside the KV buffer, on the same devices (llama_memory_hybrid).
+            kv_cache=loaded.kv_buffer.gpu + loaded.recurrent_buffer.gpu,
+            activations=loaded.compute_buffer.gpu,
+            cuda_context=context,
+        )
     return EstimateResult(
         breakdown=breakdown,
-        peak_allocated_bytes=loaded.gpu_bytes,
+        peak_allocated_bytes=breakdown.total() - breakdown.cuda_context,
         total_bytes=breakdown.total(),
         peak_phase="load",
         params_total=arch.params_total,

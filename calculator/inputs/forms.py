@@ -277,9 +277,13 @@ FIELD_APPLIES: dict[str, Applies] = {
 }
 
 
-def check_runtime(form: forms.Form, cleaned: dict[str, Any], *, gpus_field: str) -> None:
+def check_runtime(
+    form: forms.Form, cleaned: dict[str, Any], *, gpus_field: str, splits_layers: bool = False
+) -> None:
     """The runtime rules of the calculator and the fits page (same messages): llama.cpp and
-    vLLM serve models, and the llama.cpp estimate covers one GPU. Sets the default runtime."""
+    vLLM serve models; llama.cpp splits layers over several GPUs (``splits_layers``: the
+    calculator; the fits page's llama.cpp list covers one GPU) and has no tensor parallelism.
+    Sets the default runtime."""
     runtime = cleaned["runtime"] = cleaned.get("runtime") or "transformers"
     if runtime != "transformers" and cleaned.get("mode") not in (None, "inference"):
         form.add_error(
@@ -288,9 +292,18 @@ def check_runtime(form: forms.Form, cleaned: dict[str, Any], *, gpus_field: str)
                 "llama.cpp and vLLM serve models (inference); choose Hugging Face transformers for training."
             ),
         )
-    if runtime == "llama_cpp" and (cleaned.get(gpus_field) or 1) > 1:
+    if runtime != "llama_cpp":
+        return
+    if not splits_layers and (cleaned.get(gpus_field) or 1) > 1:
         form.add_error(
             gpus_field, _("The llama.cpp estimate covers one GPU; set the number of GPUs to 1.")
+        )
+    if splits_layers and (cleaned.get("tp") or 1) > 1:
+        form.add_error(
+            "tp",
+            _(
+                "llama.cpp splits the layers over the GPUs rather than each layer; set tensor parallel to 1."
+            ),
         )
 
 
@@ -673,7 +686,7 @@ class CalculatorForm(forms.Form):
                         self.add_error("config", _("A config.json is a JSON object ({…})."))
                     else:
                         cleaned["config_dict"] = parsed
-        check_runtime(self, cleaned, gpus_field="gpus")
+        check_runtime(self, cleaned, gpus_field="gpus", splits_layers=True)
         gpus, tp = cleaned.get("gpus"), cleaned.get("tp")
         if gpus and tp and gpus % tp:
             self.add_error("tp", _("Tensor parallel must divide the number of GPUs."))

@@ -631,7 +631,8 @@ class Calculation:
     def _llama_cpp_advice(self) -> dict[str, Any]:
         options = llama_cpp_options(self.request)
         context: dict[str, Any] = {}
-        if self.gpu is not None:
+        # The levers search one GPU's -ngl and context; a split over several is not searched.
+        if self.gpu is not None and self.request.num_gpus == 1:
             # The runtime's buffers must fit beside the CUDA context.
             room = max(self.gpu.usable_bytes - self.result.breakdown.cuda_context, 0)
             layout = llama_cpp_layout(self.request)
@@ -955,8 +956,45 @@ def _series(display_name: str) -> str:
     return display_name
 
 
+# Where llama.cpp puts each buffer's host part with a CUDA build: weights mapped from the file,
+# KV of layers left on the CPU in plain memory, the CPU's compute buffer pinned for the GPU.
+HOST_BUFFER_TYPES = {"model buffer size": "CPU_Mapped", "compute buffer size": "CUDA_Host"}
+
+
 def _llama_cpp_buffers(loaded: LlamaCppResult) -> list[RuntimeBuffer]:
-    """llama.cpp's load-time lines (llama_model_load, llama_kv_cache, llama_context)."""
+    """llama.cpp's load-time lines (llama_model_load, llama_kv_cache, llama_context); with the
+    layers split over several GPUs, one line per device (``CUDA0 model buffer size`` …), the
+    system RAM's part on a line of its own, as the log prints them."""
+    lines = _llama_cpp_lines(loaded)
+    if len(loaded.devices) < 2:
+        return lines
+    per_device = {
+        "model buffer size": "model",
+        "KV buffer size": "kv",
+        "RS buffer size": "recurrent",
+        "compute buffer size": "compute",
+    }
+    out = []
+    for line in lines:
+        part = per_device.get(line.log_name)
+        if part is None:
+            out.append(line)
+            continue
+        for device in loaded.devices:
+            size = getattr(device, part)
+            out.append(
+                RuntimeBuffer(f"{device.name} {line.log_name}", size, None, line.explanation)
+            )
+        if line.host_bytes:
+            # The system RAM's part, under the buffer type's name in the log.
+            host = HOST_BUFFER_TYPES.get(line.log_name, "CPU")
+            out.append(
+                RuntimeBuffer(f"{host} {line.log_name}", None, line.host_bytes, line.explanation)
+            )
+    return out
+
+
+def _llama_cpp_lines(loaded: LlamaCppResult) -> list[RuntimeBuffer]:
     # Hybrid and state-space models only: llama_memory_recurrent's line.
     recurrent = RuntimeBuffer(
         "RS buffer size",

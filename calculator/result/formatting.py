@@ -50,8 +50,14 @@ def percent(value: float, places: int = 0) -> str:
 
 def urlencoded(query: QueryDict) -> str:
     """``query.urlencode()``, in one call to urllib instead of one per value (QueryDict's own
-    way, which was a tenth of the fragment's rendering)."""
-    return urlencode(list(query.lists()), doseq=True)
+    way, which was a tenth of the fragment's rendering). An immutable query (a permalink:
+    views.permalink_for) is encoded once: a fragment writes it into half a dozen links."""
+    if query._mutable:
+        return urlencode(list(query.lists()), doseq=True)
+    text: str | None = query.__dict__.get("_urlencoded")
+    if text is None:
+        text = query.__dict__["_urlencoded"] = urlencode(list(query.lists()), doseq=True)
+    return text
 
 
 def query_with(query: QueryDict, **changes: Any) -> str:

@@ -102,6 +102,9 @@ class Row:
     gib: float
     share: float
     explanation: str
+    # The figure as the page writes it (fmt.gib): the chart's text, its title and the table
+    # show it, formatted once.
+    gib_text: str = ""
 
 
 def breakdown_rows(
@@ -137,6 +140,7 @@ def breakdown_rows(
                 gib(values[key]),
                 100 * values[key] / total,
                 explanation,
+                decimal(values[key] / (1 << 30), 2),
             )
         )
     return rows
@@ -258,6 +262,7 @@ class Segment:
     x: float
     width: float
     gib: float
+    gib_text: str = ""
 
 
 def chart_segments(rows: list[Row], scale_bytes: int, width: float = 1000.0) -> list[Segment]:
@@ -266,7 +271,7 @@ def chart_segments(rows: list[Row], scale_bytes: int, width: float = 1000.0) -> 
     x = 0.0
     for row in rows:
         w = width * row.bytes / scale_bytes if scale_bytes else 0.0
-        segments.append(Segment(row.label, row.color, x, w, row.gib))
+        segments.append(Segment(row.label, row.color, x, w, row.gib, row.gib_text))
         x += w
     return segments
 

@@ -184,6 +184,7 @@ def permalink_for(
                 link.pop("config", None)
     elif "cfg" in query and query.get("source") == "config":
         link["cfg"] = str(query.get("cfg") or "")
+    link._mutable = False  # a permalink is read, never changed (formatting.urlencoded memo)
     return link
 
 
@@ -460,6 +461,8 @@ def _more_part(
     result that the page loads after the rest."""
     if form.is_valid():
         context.update(_calculate(form, catalogue_for(request), part="more", request=request))
+        # The first view left a slot for the API route (_result_summary.jinja).
+        context["api_route_out_of_band"] = bool(request.htmx)
     return render(request, "calculator/_more.jinja", context, using="jinja2")
 
 

@@ -64,3 +64,18 @@ def test_the_copy_button_copies_the_curl_that_gives_the_pages_total(clipboard_pa
     )
     docs = block.get_by_role("link", name="API documentation")
     assert docs.get_attribute("href") == "/api/v1/docs"
+
+
+def test_after_typing_the_block_holds_the_last_inputs(page, live_server):
+    """A recompute's first view leaves the block to the part loaded next; typing fast sends one
+    recompute per keystroke, and only the last edit's block may land (an older answer finds no
+    slot of its inputs' name)."""
+    page.goto(live_server.url + "/?model=Llama+3.1+8B&gpu=rtx-4090-24gb&seq=4096")
+    page.click("#id_seq")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("12345", delay=15)
+    block = page.locator("[data-testid=api-route]")
+    expect(block.locator("#api-route-get")).to_contain_text("seq=12345")
+    expect(block).to_have_count(1)
+    assert '"seq_len": 12345' in block.locator("#api-route-curl").text_content()
+    assert page.server_errors == []

@@ -112,3 +112,21 @@ def test_runtime_defaults_keep_the_model_and_gpu_chosen_on_the_page(page, live_s
     assert page.input_value("#id_seq") == "4096"
     assert "Qwen3 30B" in result_text(page)
     assert page.server_errors == []
+
+
+def test_a_second_gpu_splits_the_layers_and_lists_each_device(page, live_server):
+    """Issue 28: two GPUs under llama.cpp. Llama 3.1 8B's 33 slots split 17 / 16 (llama.cpp's
+    split points at halves); at 4,096 tokens a layer's KV is 16 MiB, so GPU 0's 17 layers hold
+    272 MiB (0.27 GiB) and GPU 1's 15 layers 240 MiB (0.23 GiB)."""
+    page.goto(live_server.url + "/?model=Llama+3.1+8B&gpu=rtx-3090-24gb&seq=4096&runtime=llama_cpp")
+    recompute(page, lambda: page.fill("#id_gpus", "2"))
+    page.wait_for_function(
+        "() => document.querySelector('#result').innerText.includes('CUDA1 model buffer size')"
+    )
+    text = result_text(page)
+    assert re.search(r"CUDA0 KV buffer size 0\.27", text), text[:800]
+    assert re.search(r"CUDA1 KV buffer size 0\.23", text)
+    assert "per GPU" in text
+    assert "gpus=2" in page.url
+    screenshot(page, "runtime-llama-cpp-two-gpus")
+    assert page.server_errors == []

@@ -179,9 +179,23 @@ def test_the_block_is_translated(client):
     assert "curl-Befehl kopieren" in body
 
 
-def test_the_recompute_fragment_has_the_block(client):
+def test_a_recompute_gets_the_block_with_the_part_loaded_next(client):
+    """The first view leaves a slot named after its inputs; the part it loads next fills that
+    slot out of band (htmx swaps an hx-swap-oob element into the element of its id)."""
     fragment = client.get(f"/?{MATRIX['lora']}", HTTP_HX_REQUEST="true").content.decode()
-    assert 'data-testid="api-route"' in fragment
+    assert 'data-testid="api-route"' not in fragment
+    slot = re.search(r'<div id="(api-route-[0-9a-f]{16})"></div>', fragment).group(1)
+    more_url = html.unescape(re.search(r'<div id="more"[^>]* hx-get="([^"]+)"', fragment).group(1))
+    more = client.get(more_url, HTTP_HX_REQUEST="true").content.decode()
+    oob = re.search(
+        r'<div id="(api-route-[0-9a-f]{16})" hx-swap-oob="true">(.*?)</div>\s*$', more, re.S
+    )
+    assert oob
+    assert oob.group(1) == slot
+    assert 'data-testid="api-route"' in oob.group(2)
+    # Other inputs, another slot: a late answer to an older edit lands nowhere.
+    other = client.get(f"/?{MATRIX['lora']}&seq=1234", HTTP_HX_REQUEST="true").content.decode()
+    assert slot not in other
 
 
 def test_a_cached_page_never_names_another_hosts_address(client):

@@ -390,3 +390,29 @@ def test_the_gpu_list_names_the_cards_that_hold_a_moe_with_experts_in_ram(client
     # A dense model has no experts to move.
     dense = client.get("/?model=Llama+3.1+70B&runtime=llama_cpp&gpu=rtx-3090-24gb&ram=64")
     assert not any(group.experts_in_ram for group in dense.context["fits"])
+
+
+TWO_3090 = (
+    "/?model=Llama+3.1+8B&runtime=llama_cpp&gguf=Q4_K_M&gpu=rtx-3090-24gb&gpus=2&seq=8192&batch=1"
+)
+
+
+def test_two_gpus_get_a_line_per_device_as_the_log_prints_them(client):
+    body = text(client.get(TWO_3090))
+    for line in ("CUDA0 model buffer size", "CUDA1 model buffer size", "CUDA0 KV buffer size"):
+        assert line in body
+    assert "CUDA1 compute buffer size" in body
+    assert "CPU_Mapped model buffer size" in body  # the token embeddings stay in RAM
+    assert "per GPU" in body
+    # Llama 3.1 8B's KV at 8,192 cells: 2 x 8 KV heads x 128 x 2 bytes x 8192 = 32 MiB a layer;
+    # GPU 0 holds layers 0..16 of the 33 slots (17 layers: 544 MiB = 0.53 GiB), GPU 1 the other
+    # 15 layers and the output layer (480 MiB = 0.47 GiB).
+    assert re.search(r"CUDA0 KV buffer size 0\.53 ", body)
+    assert re.search(r"CUDA1 KV buffer size 0\.47 ", body)
+    api = client.get("/api/v1/estimate?" + TWO_3090.split("?", 1)[1]).json()
+    assert [device["layers"] for device in api["llama_cpp"]["devices"]] == [17, 16]
+
+
+def test_llama_cpp_asks_for_no_tensor_parallelism(client):
+    body = text(client.get(TWO_3090 + "&tp=2"))
+    assert "llama.cpp splits the layers over the GPUs rather than each layer" in body

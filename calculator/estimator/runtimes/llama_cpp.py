@@ -48,15 +48,17 @@ head), as the logs' ``CUDA0 compute buffer size`` lines show (see ``validation/p
 
 from __future__ import annotations
 
+import struct
 from array import array
+from bisect import bisect_right
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
 from math import gcd
-from typing import Generic, Literal, NamedTuple, TypeVar
+from typing import Annotated, Generic, Literal, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from calculator.estimator.architecture import Architecture, MixerKind, RecurrentState
 
@@ -204,6 +206,11 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+SplitMode = Literal["layer", "none"]
+# Devices one llama.cpp process may split over (ggml's GGML_CUDA_MAX_DEVICES is 16).
+MAX_DEVICES = 16
+
+
 class LlamaCppOptions(_Frozen):
     """What ``llama-server`` takes; defaults are llama-server's own (``common/common.h``)."""
 
@@ -231,6 +238,30 @@ class LlamaCppOptions(_Frozen):
         description="-kvu: one KV stream for all slots (llama-server turns it on itself only "
         "when -np is left at auto)",
     )
+    split_mode: SplitMode = Field(
+        default="layer",
+        description="-sm with several GPUs: layer (each GPU a slice of the layers, llama.cpp's "
+        "default) or none (every offloaded layer on --main-gpu)",
+    )
+    tensor_split: tuple[Annotated[float, Field(ge=0, le=1e6)], ...] | None = Field(
+        default=None,
+        max_length=MAX_DEVICES,
+        description="-ts: each GPU's share of the layers; None: in proportion to the free memory "
+        "of each (device_memory_bytes), equal shares when that is not given",
+    )
+    device_memory_bytes: tuple[Annotated[int, Field(gt=0)], ...] | None = Field(
+        default=None,
+        max_length=MAX_DEVICES,
+        description="Free memory of each GPU, which llama.cpp splits the layers by when -ts is "
+        "not given (the page and the API fill it from the chosen cards)",
+    )
+    main_gpu: int = Field(default=0, ge=0, lt=MAX_DEVICES, description="-mg (split mode none)")
+
+    @model_validator(mode="after")
+    def _split_is_a_split(self) -> LlamaCppOptions:
+        if self.tensor_split is not None and not any(self.tensor_split):
+            raise ValueError("tensor_split needs one share above 0 (all 0: leave it out)")
+        return self
 
     def cpu_expert_layers(self, arch: Architecture) -> int:
         """How many leading layers keep their routed experts on the host: all with --cpu-moe,
@@ -279,6 +310,26 @@ class DeviceBytes(_Frozen):
         return self.gpu + self.host
 
 
+class LlamaCppDevice(_Frozen):
+    """One GPU's buffers, as llama.cpp prints them per device (``CUDA0 model buffer size`` …)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    name: str = Field(description="The backend's name for it: CUDA0, CUDA1, …")
+    layers: int = Field(ge=0, description="Layer slots it holds, the output layer counting as one.")
+    model: int = Field(ge=0, description="Its model buffer: the tensors of its layers.")
+    kv: int = Field(ge=0, description="Its KV buffer: its layers' K and V.")
+    recurrent: int = Field(default=0, ge=0, description="Its RS buffer: its layers' states.")
+    compute: int = Field(
+        ge=0, description="Its compute buffer, the pipeline's copies of its inputs included."
+    )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total(self) -> int:
+        return self.model + self.kv + self.recurrent + self.compute
+
+
 class LlamaCppResult(_Frozen):
     # Read back from its own JSON (saved results, API responses), computed fields included.
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -302,8 +353,25 @@ class LlamaCppResult(_Frozen):
         description="Conv and recurrent states of hybrid/recurrent layers, F32, one per slot "
         "(llama_memory_recurrent's RS buffer)."
     )
-    compute_buffer: DeviceBytes
+    compute_buffer: DeviceBytes = Field(
+        description="GPU: every device's compute buffer together (each reserves its own)."
+    )
     output_buffer_bytes: int = Field(description="Host logits buffer (CUDA_Host output buffer).")
+    devices: tuple[LlamaCppDevice, ...] = Field(
+        default=(),
+        description="Per GPU (none when every layer stays on the CPU): where the GPU parts of the "
+        "model, KV and compute buffers above lie.",
+    )
+
+    def binding_device(self, memory_bytes: Sequence[int] | None = None) -> LlamaCppDevice | None:
+        """The GPU that runs out first: the least room left of ``memory_bytes`` (one figure per
+        device), else the fullest."""
+        if not self.devices:
+            return None
+        if memory_bytes is None or len(memory_bytes) != len(self.devices):
+            return max(self.devices, key=lambda device: device.total)
+        pairs = zip(self.devices, memory_bytes, strict=True)
+        return max(pairs, key=lambda pair: pair[0].total - pair[1])[0]
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -1414,10 +1482,12 @@ def estimate_llama_cpp(
     options: LlamaCppOptions,
     *,
     layout: GgufLayout | None = None,
+    devices: int = 1,
 ) -> LlamaCppResult:
-    """All of llama.cpp's load-time buffers for ``arch`` under ``options``: O(1) once the file's
-    ``gguf_layout`` is known (remembered per architecture and file type; searches that try many
-    contexts or layer counts for one file may pass it in)."""
+    """All of llama.cpp's load-time buffers for ``arch`` under ``options`` on ``devices`` GPUs:
+    O(1) once the file's ``gguf_layout`` is known (remembered per architecture and file type;
+    searches that try many contexts or layer counts for one file may pass it in), O(layers) to
+    split them over several GPUs."""
     options = options.for_model(arch)
     file_type = options.file_type(arch)
     if layout is None:
@@ -1427,6 +1497,26 @@ def estimate_llama_cpp(
     full, swa = kv_cells(arch, options)
     start = _gpu_layer_start(arch, options)
     gpu_layers = 0 if options.n_gpu_layers == 0 else arch.num_layers + 1 - start
+    compute = compute_buffer(arch, options)
+    model = model_buffer(arch, layout, options)
+    kv = kv_buffer(arch, options, layout.layers)
+    recurrent = recurrent_buffer(arch, options, layout.layers)
+    per_device: tuple[LlamaCppDevice, ...] = ()
+    if devices > 1:
+        per_device = device_buffers(arch, layout, options, devices)
+        compute = DeviceBytes(gpu=sum(d.compute for d in per_device), host=compute.host)
+    elif gpu_layers:
+        # One GPU holds the GPU part of every buffer (device_buffers gives the same sums).
+        per_device = (
+            LlamaCppDevice(
+                name="CUDA0",
+                layers=gpu_layers,
+                model=model.gpu,
+                kv=kv.gpu,
+                recurrent=recurrent.gpu,
+                compute=compute.gpu,
+            ),
+        )
     return LlamaCppResult(
         gguf_type=file_type,
         gguf_file_bytes=layout.file_bytes,
@@ -1436,12 +1526,13 @@ def estimate_llama_cpp(
         kv_cells_full=full,
         kv_cells_swa=swa,
         gpu_layers=gpu_layers,
-        model_buffer=model_buffer(arch, layout, options),
+        model_buffer=model,
         expert_bytes=expert_placement(arch, layout, options),
-        kv_buffer=kv_buffer(arch, options, layout.layers),
-        recurrent_buffer=recurrent_buffer(arch, options, layout.layers),
-        compute_buffer=compute_buffer(arch, options),
+        kv_buffer=kv,
+        recurrent_buffer=recurrent,
+        compute_buffer=compute,
         output_buffer_bytes=4 * arch.vocab_size * options.n_parallel,
+        devices=per_device,
     )
 
 
@@ -1452,40 +1543,118 @@ def estimate_llama_cpp(
 GGML_SCHED_MAX_COPIES = 4
 
 
-def layer_split(slots: int, devices: int) -> list[int]:
+def _f32(value: float) -> float:
+    """``value`` rounded to a C ``float``, as llama.cpp computes the split points."""
+    return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
+def layer_split(slots: int, devices: int, shares: Sequence[float] | None = None) -> list[int]:
     """How many of ``slots`` offloaded layer slots (repeating layers, then the output layer) each
-    of ``devices`` equal GPUs gets under ``-sm layer`` (llama.cpp's default with several GPUs)
-    without ``--tensor-split``: llama-model.cpp ``load_tensors`` takes each device's free memory
-    as its share, cumulates and normalises them into split points (equal cards: 1/n, 2/n, …) and
-    puts slot ``i`` on the first device whose point is above ``i / slots``, i.e. device
-    ``⌊i · n / slots⌋``."""
+    of ``devices`` GPUs gets under ``-sm layer`` (llama.cpp's default with several GPUs).
+    llama-model.cpp ``load_tensors`` cumulates the shares (``-ts``, else each device's free
+    memory; equal cards: equal shares), normalises them into split points in ``float`` and puts
+    slot ``j`` on the first device whose point is above ``j / slots`` (``std::upper_bound``)."""
+    weights = list(shares) if shares is not None else [1.0] * devices
+    if len(weights) != devices:
+        raise ValueError(f"{len(weights)} shares for {devices} devices")
+    points, running = [], 0.0
+    for weight in weights:
+        running = _f32(running + _f32(weight))
+        points.append(running)
+    points = [_f32(point / running) for point in points]
     counts = [0] * devices
     for slot in range(slots):
-        counts[slot * devices // slots] += 1
+        device = bisect_right(points, _f32(_f32(slot) / _f32(slots)))
+        counts[min(device, devices - 1)] += 1
     return counts
 
 
-def gpu_slot_bytes(arch: Architecture, layout: GgufLayout, options: LlamaCppOptions) -> list[int]:
-    """GPU bytes of each layer slot from the first offloaded one on: the layer's tensors, its KV
-    cache and recurrent state (on the device of the layer, as ``kv_buffer`` and
-    ``recurrent_buffer`` place them), and last the output layer (final norm, output head and a
-    tied head's copy of the embeddings, as ``model_buffer`` places them)."""
+def _slot_parts(
+    arch: Architecture, layout: GgufLayout, options: LlamaCppOptions
+) -> tuple[list[int], list[int], list[int]]:
+    """Per layer slot from the first offloaded one on: its tensors on the GPU, and its KV cache
+    and recurrent state (on the device of the layer, as ``kv_buffer`` and ``recurrent_buffer``
+    place them); the last slot is the output layer (final norm, output head and a tied head's
+    copy of the embeddings, as ``model_buffer`` places them)."""
     start = _gpu_layer_start(arch, options)
     n_layer = arch.num_layers
-    slots = [layout.layer_bytes_from(il) - layout.layer_bytes_from(il + 1) for il in range(n_layer)]
+    model = [layout.layer_bytes_from(il) - layout.layer_bytes_from(il + 1) for il in range(n_layer)]
     for il in range(options.cpu_expert_layers(arch)):
-        slots[il] -= layout.expert_bytes_between(il, il + 1)
-    output = layout.output_bytes + (layout.token_embd_bytes if arch.tie_word_embeddings else 0)
-    slots.append(output)
+        model[il] -= layout.expert_bytes_between(il, il + 1)
+    model.append(layout.output_bytes + (layout.token_embd_bytes if arch.tie_word_embeddings else 0))
     full, swa = kv_cells(arch, options)
     layers = layout.layers
     per_class = layers.kv_class_bytes(options, full, swa)
+    kv, recurrent = [], []
+    cells = recurrent_cells(options)
     for il in range(n_layer):
         # Layer il's own bytes: those from il on, less those from il + 1 on.
-        kv_here = layers.kv_bytes_from(il, per_class) - layers.kv_bytes_from(il + 1, per_class)
+        kv.append(layers.kv_bytes_from(il, per_class) - layers.kv_bytes_from(il + 1, per_class))
         states = layers.state_elements_from(il) - layers.state_elements_from(il + 1)
-        slots[il] += kv_here + 4 * states * recurrent_cells(options)
-    return slots[start:]
+        recurrent.append(4 * states * cells)
+    kv.append(0)
+    recurrent.append(0)
+    return model[start:], kv[start:], recurrent[start:]
+
+
+def gpu_slot_bytes(arch: Architecture, layout: GgufLayout, options: LlamaCppOptions) -> list[int]:
+    """GPU bytes of each layer slot from the first offloaded one on: ``_slot_parts`` summed."""
+    model, kv, recurrent = _slot_parts(arch, layout, options)
+    return [sum(parts) for parts in zip(model, kv, recurrent, strict=True)]
+
+
+def _pipelined(arch: Architecture, options: LlamaCppOptions, devices: int) -> bool:
+    """llama-context.cpp runs the devices as a pipeline (``GGML_SCHED_MAX_COPIES`` copies of
+    each split's inputs) with several devices, every layer offloaded, ``-sm layer``, the KV cache
+    offloaded and no tensor override (the expert flags are overrides)."""
+    return (
+        devices > 1
+        and options.split_mode == "layer"
+        and _gpu_layer_start(arch, options) == 0
+        and options.n_gpu_layers != 0
+        and options.cpu_expert_layers(arch) == 0
+    )
+
+
+def device_buffers(
+    arch: Architecture, layout: GgufLayout, options: LlamaCppOptions, devices: int = 1
+) -> tuple[LlamaCppDevice, ...]:
+    """Each GPU's model, KV and compute buffers. ``-sm layer`` gives each device a slice of the
+    offloaded layer slots (``layer_split``, the output layer on the device of the last slot);
+    ``-sm none`` puts them all on ``--main-gpu``. Every device holding a layer reserves the
+    whole worst-case graph's compute buffer (ggml_backend_sched reserves per backend; ik_llama.cpp
+    PR #235's two-4090 log: 1166.01 and 1166.02 MiB), and a pipeline adds
+    ``GGML_SCHED_MAX_COPIES - 1`` copies of its inputs (Unsloth PR #7637 traced 4 GiB per device
+    at a 1M context to them). Not counted here: the CUDA context each device also holds."""
+    if options.n_gpu_layers == 0:
+        return ()
+    model, kv, recurrent = _slot_parts(arch, layout, options)
+    if options.split_mode == "none" or devices == 1:
+        counts = [0] * devices
+        counts[min(options.main_gpu, devices - 1) if options.split_mode == "none" else 0] = len(
+            model
+        )
+    else:
+        shares = options.tensor_split or options.device_memory_bytes
+        counts = layer_split(len(model), devices, shares)
+    compute = compute_buffer(arch, options).gpu
+    if _pipelined(arch, options, devices):
+        compute += (GGML_SCHED_MAX_COPIES - 1) * pipeline_input_bytes(arch, options)
+    out, first = [], 0
+    for index, count in enumerate(counts):
+        last = first + count
+        out.append(
+            LlamaCppDevice(
+                name=f"CUDA{index}",
+                layers=count,
+                model=sum(model[first:last]),
+                kv=sum(kv[first:last]),
+                recurrent=sum(recurrent[first:last]),
+                compute=compute if count else 0,
+            )
+        )
+        first = last
+    return tuple(out)
 
 
 def pipeline_input_bytes(arch: Architecture, options: LlamaCppOptions) -> int:
@@ -1506,29 +1675,22 @@ def layer_split_gpu_bytes(
     layout: GgufLayout | None = None,
     slots: list[int] | None = None,
 ) -> list[int]:
-    """Each GPU's buffers when llama.cpp splits the offloaded layers over ``devices`` equal GPUs
-    (``layer_split``): the weights, KV cache and recurrent states of its layers, and the compute
-    buffer, which every device reserves for the whole graph (ggml_backend_sched reserves the
-    worst case per backend; ik_llama.cpp PR #235's two-4090 log: 1166.01 and 1166.02 MiB). With
-    every layer offloaded the devices run as a pipeline and keep ``GGML_SCHED_MAX_COPIES`` copies
-    of their inputs (llama-context.cpp; Unsloth PR #7637 traced 4 GiB per device at a 1M context
-    to them). Not counted: the CUDA context every device also holds. ``layout``: as for
-    ``estimate_llama_cpp``; ``slots``: ``gpu_slot_bytes``, for a search over device counts."""
+    """Each of ``devices`` equal GPUs' buffers under ``-sm layer`` (``device_buffers``), without
+    the CUDA context. ``layout``: as for ``estimate_llama_cpp``; ``slots``: ``gpu_slot_bytes``,
+    for a search over device counts."""
     if options.n_gpu_layers == 0:
         return [0] * devices
     if slots is None:
         layout = layout if layout is not None else gguf_layout(arch, options.file_type(arch))
         slots = gpu_slot_bytes(arch, layout, options)
     compute = compute_buffer(arch, options).gpu
-    # Any tensor override (the expert flags are overrides) turns pipeline parallelism off.
-    overrides = options.cpu_expert_layers(arch) > 0
-    pipeline = devices > 1 and _gpu_layer_start(arch, options) == 0 and not overrides
-    inputs = (GGML_SCHED_MAX_COPIES - 1) * pipeline_input_bytes(arch, options) if pipeline else 0
+    if _pipelined(arch, options.model_copy(update={"split_mode": "layer"}), devices):
+        compute += (GGML_SCHED_MAX_COPIES - 1) * pipeline_input_bytes(arch, options)
     totals, first = [], 0
     for count in layer_split(len(slots), devices):
         held = sum(slots[first : first + count])
         first += count
-        totals.append(held + compute + inputs if count else 0)
+        totals.append(held + compute if count else 0)
     return totals
 
 

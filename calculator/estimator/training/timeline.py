@@ -6,6 +6,7 @@ activations, temporaries). The peak is the largest phase."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from calculator.estimator.architecture import Architecture
@@ -45,13 +46,22 @@ class Phase:
 
     def breakdown(self) -> Breakdown:
         """Bytes per ``Breakdown`` field: each field's groups summed in order, then rounded down."""
+        return self._breakdown
+
+    @cached_property
+    def _breakdown(self) -> Breakdown:
+        # Built once: the peak search asks every phase for its total, and the winner again.
         totals: dict[str, float] = {}
         for group in self.groups:
             totals[group.shown_as] = totals.get(group.shown_as, 0) + group.bytes
         return Breakdown.model_validate({name: int(value) for name, value in totals.items()})
 
     def total(self) -> int:
-        return self.breakdown().total()
+        return self._total
+
+    @cached_property
+    def _total(self) -> int:
+        return self._breakdown.total()
 
 
 @dataclass(frozen=True)
