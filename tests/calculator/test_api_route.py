@@ -184,8 +184,11 @@ def test_a_recompute_gets_the_block_with_the_part_loaded_next(client):
     slot out of band (htmx swaps an hx-swap-oob element into the element of its id)."""
     fragment = client.get(f"/?{MATRIX['lora']}", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-testid="api-route"' not in fragment
-    slot = re.search(r'<div id="(api-route-[0-9a-f]{16})"></div>', fragment).group(1)
-    more_url = html.unescape(re.search(r'<div id="more"[^>]* hx-get="([^"]+)"', fragment).group(1))
+    found_slot = re.search(r'<div id="(api-route-[0-9a-f]{16})"></div>', fragment)
+    found_more = re.search(r'<div id="more"[^>]* hx-get="([^"]+)"', fragment)
+    assert found_slot
+    assert found_more
+    slot, more_url = found_slot.group(1), html.unescape(found_more.group(1))
     more = client.get(more_url, HTTP_HX_REQUEST="true").content.decode()
     oob = re.search(
         r'<div id="(api-route-[0-9a-f]{16})" hx-swap-oob="true">(.*?)</div>\s*$', more, re.S

@@ -107,13 +107,15 @@ def _request(**changes):
 
 
 def test_the_estimate_is_per_gpu_the_one_that_runs_out_first():
+    options = {"gguf_type": "Q4_K_M", "n_ctx": 8192, "n_parallel": 1}
     base = {
         "model": {"config": preset_configs()["llama-3-8b"]},
         "runtime": "llama_cpp",
         "num_gpus": 2,
-        "llama_cpp": {"gguf_type": "Q4_K_M", "n_ctx": 8192, "n_parallel": 1},
+        "llama_cpp": options,
     }
     result = estimate(EstimateRequest.model_validate(base))
+    assert result.llama_cpp is not None
     devices = result.llama_cpp.devices
     fullest = max(devices, key=lambda device: device.total)
     assert result.total_bytes == fullest.total + result.breakdown.cuda_context
@@ -122,9 +124,11 @@ def test_the_estimate_is_per_gpu_the_one_that_runs_out_first():
     # of the slots (11 of 33), and it is still the one with less room left.
     small_first = {
         **base,
-        "llama_cpp": {**base["llama_cpp"], "device_memory_bytes": [12 << 30, 24 << 30]},
+        "llama_cpp": {**options, "device_memory_bytes": [12 << 30, 24 << 30]},
     }
-    devices = estimate(EstimateRequest.model_validate(small_first)).llama_cpp.devices
+    split = estimate(EstimateRequest.model_validate(small_first)).llama_cpp
+    assert split is not None
+    devices = split.devices
     assert [device.layers for device in devices] == [11, 22]
 
 
