@@ -10,6 +10,9 @@ copies of each split's inputs, when every layer is offloaded over several device
 ``-sm layer`` and no tensor override.
 """
 
+import json
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -24,6 +27,7 @@ from calculator.estimator.runtimes.llama_cpp import (
 from validation.runtime_logs import architecture, preset_configs
 
 MIB = 1 << 20
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def llama3_8b():
@@ -144,3 +148,31 @@ def test_the_estimate_is_per_gpu_the_one_that_runs_out_first():
 def test_a_split_that_cannot_be_is_refused(changes, message):
     with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
         _request(**changes)
+
+
+LOGS = json.loads((ROOT / "validation/published/llama_cpp_multigpu_logs.json").read_text())["logs"]
+
+
+def _per_device(log: dict) -> list[tuple[str, str, float, float]]:
+    """(device, buffer, ours in MiB, the log's MiB) for the buffers the entry compares."""
+    free = log.get("gpu_free_mib")
+    options = LlamaCppOptions.model_validate(
+        {**log["options"], **({"device_memory_bytes": [m * MIB for m in free]} if free else {})}
+    )
+    result = estimate_llama_cpp(architecture(log["preset"]), options, devices=len(log["gpus"]))
+    rows = []
+    for device in result.devices:
+        printed = log["buffers_mib"][device.name]
+        for part in log["compare"]:
+            rows.append((device.name, part, getattr(device, part) / MIB, printed[part]))
+    return rows
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[log["id"] for log in LOGS])
+def test_each_device_holds_what_its_log_prints(log):
+    """Published multi-GPU logs (validation/published/llama_cpp_multigpu_logs.json, each with its
+    thread): the KV cache per device follows from the layer split, so it is exact to the log's
+    rounding; the model and compute buffers of the mainline log are within 1% and 2%."""
+    bounds = {"kv": 0.001, "model": 0.01, "compute": 0.02}
+    for device, part, ours, theirs in _per_device(log):
+        assert abs(ours - theirs) / theirs <= bounds[part], (device, part, ours, theirs)
