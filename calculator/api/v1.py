@@ -30,10 +30,12 @@ from calculator.estimator import (
     EstimateResult,
 )
 from calculator.estimator.bounds import MAX_SEQ_LEN
+from calculator.estimator.runtimes.llama_cpp import MAX_DEVICES
 from calculator.estimator.schemas import model_kind
 from calculator.estimator.speed import SpeedResult
 from calculator.inputs.forms import DEFAULTS, CalculatorForm
 from calculator.result.calculation import Calculation, Card, own_card, request_on_card
+from calculator.result.presenters import cached_estimate
 
 api = NinjaAPI(
     title="LLM GPU memory calculator API",
@@ -106,6 +108,16 @@ class ApiEstimateRequest(EstimateRequest):
         "card whose memory vLLM divides).",
     )
 
+    gpus: list[Annotated[str, Field(max_length=100, pattern=r"^[^\x00]*$")]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_DEVICES,
+        description="The GPUs of one machine by slug, in device order, instead of gpu and "
+        "num_gpus: the llama_cpp runtime splits the layers over them by their memory, as "
+        "llama.cpp splits by free memory (3090 + 3060 counts); other runtimes take one card "
+        "several times.",
+    )
+
     ram_gb: float | None = Field(
         default=None,
         gt=0,
@@ -117,6 +129,21 @@ class ApiEstimateRequest(EstimateRequest):
     @model_validator(mode="after")
     def _vllm_knows_gpu_memory(self) -> ApiEstimateRequest:
         # Here the GPU may also come from ``gpu``; checked once the card is looked up.
+        return self
+
+    @model_validator(mode="after")
+    def _one_way_to_name_the_gpus(self) -> ApiEstimateRequest:
+        if self.gpus is None:
+            return self
+        if self.gpu is not None:
+            raise ValueError("give gpu (with num_gpus) or gpus, not both")
+        if "num_gpus" in self.model_fields_set and self.num_gpus != len(self.gpus):
+            raise ValueError(f"num_gpus ({self.num_gpus}) differs from the {len(self.gpus)} gpus")
+        if len(set(self.gpus)) > 1 and self.runtime != "llama_cpp":
+            raise ValueError(
+                "different GPUs in one machine are modelled for the llama_cpp runtime only; "
+                "give one card with num_gpus"
+            )
         return self
 
 
@@ -302,15 +329,54 @@ def api_card(gpu_slug: str | None, vram_gb: float | None = None) -> Card | None:
     return card
 
 
+def api_cards(payload: ApiEstimateRequest) -> tuple[Card | None, list[Card]]:
+    """The body's card (``gpu``), or its machine's cards (``gpus``), the first as the card.
+    Raises ``HttpError`` (404) for a slug the catalogue lacks."""
+    if payload.gpus:
+        cards = [api_card(slug) for slug in payload.gpus]
+        return cards[0], [card for card in cards if card is not None]
+    return api_card(payload.gpu), []
+
+
+def on_cards(fields: dict[str, Any], cards: Sequence[Card]) -> dict[str, Any]:
+    """A body's fields on its machine's cards (``gpus``): their count, and for llama.cpp the
+    memory of each, which it splits the layers by unless ``tensor_split`` says otherwise."""
+    if not cards:
+        return fields
+    fields = {**fields, "num_gpus": len(cards)}
+    if fields.get("runtime") == "llama_cpp":
+        options = dict(fields.get("llama_cpp") or {})
+        if options.get("device_memory_bytes") is None:
+            options["device_memory_bytes"] = [card.usable_bytes for card in cards]
+        fields["llama_cpp"] = options
+    return fields
+
+
+def binding_card(request: EstimateRequest, card: Card | None, cards: Sequence[Card]) -> Card | None:
+    """The card a verdict is for: with several different cards under llama.cpp, the one whose
+    GPU has the least room left (``LlamaCppResult.binding_device``)."""
+    if len(cards) < 2 or request.runtime != "llama_cpp":
+        return card
+    loaded = cached_estimate(request).llama_cpp
+    if loaded is None or len(loaded.devices) != len(cards):
+        return card
+    binding = loaded.binding_device([gpu.usable_bytes for gpu in cards])
+    return cards[loaded.devices.index(binding)] if binding is not None else card
+
+
 def api_request_resolve(
-    payload: ApiEstimateRequest, card: Card | None, *, before_fetch: BeforeFetch | None = None
+    payload: ApiEstimateRequest,
+    card: Card | None,
+    *,
+    before_fetch: BeforeFetch | None = None,
+    cards: Sequence[Card] = (),
 ) -> tuple[EstimateRequest, ModelPreset | None]:
     """The estimator's request for an API body (also what ``manage.py estimate`` reads) on
     ``card``, and the preset it names; ``before_fetch`` runs before a Hub import is fetched.
     Raises ``HttpError`` (404) for a preset name nothing matches, ``HubError`` for a failed
     Hub look-up."""
     preset = None
-    fields = payload.model_dump(exclude={"gpu", "model", "ram_gb"})
+    fields = on_cards(payload.model_dump(exclude={"gpu", "gpus", "model", "ram_gb"}), cards)
     if "seq_len" not in payload.model_fields_set:
         del fields["seq_len"]  # its default: vLLM's context is then the model's window
     if isinstance(payload.model, HubModel):
@@ -396,13 +462,14 @@ ESTIMATE_RESPONSES = {
 @api.post("/estimate", response=ESTIMATE_RESPONSES, summary="Estimate memory for a request")
 def estimate_post(request: HttpRequest, payload: ApiEstimateRequest) -> Any:
     try:
-        card = api_card(payload.gpu)
+        card, cards = api_cards(payload)
     except HttpError as error:
-        return _errors(error.status_code, [("gpu", str(error))])
+        return _errors(error.status_code, [("gpus" if payload.gpus else "gpu", str(error))])
     try:
         estimate_request, preset = api_request_resolve(
-            payload, card, before_fetch=hub_import_allowed(request)
+            payload, card, before_fetch=hub_import_allowed(request), cards=cards
         )
+        card = binding_card(estimate_request, card, cards)
         return _respond(estimate_request, preset, card, host_ram_gb=payload.ram_gb)
     except HubError as error:
         return _hub_error(error, "model.hub")

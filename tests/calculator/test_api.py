@@ -219,3 +219,53 @@ def test_openapi_says_seq_len_is_vllms_max_model_len(client):
         if "seq_len" in s.get("properties", {}) and "gpu" in s["properties"]
     )
     assert "--max-model-len" in schema["properties"]["seq_len"]["description"]
+
+
+RIG = {
+    "model": {"preset": "Llama 3.1 8B"},
+    "runtime": "llama_cpp",
+    "gpus": ["rtx-3090-24gb", "rtx-3060-12gb"],
+    "llama_cpp": {"gguf_type": "Q4_K_M", "n_ctx": 8192, "n_parallel": 1},
+}
+
+
+def test_a_machine_of_different_gpus_splits_the_layers_by_their_memory(client):
+    """Issue 28: a 3090 beside a 3060. llama.cpp splits by free memory: the 3090 exposes
+    25,769,803,776 bytes (presets/gpus.json, measured), the 3060 98.5% of 12 GB = 11,820,000,000,
+    so the first split point is 25,769,803,776 / 37,589,803,776 = 0.6856: of Llama 3.1 8B's 33
+    slots, j / 33 < 0.6856 for j <= 22, 23 slots on the 3090 and 10 on the 3060."""
+    body = post(client, RIG).json()
+    devices = body["llama_cpp"]["devices"]
+    assert [device["layers"] for device in devices] == [23, 10]
+    # The 3060 has the less room left (11.8 GB less a third of the model against 25.8 GB less
+    # two thirds): the verdict and the per-GPU figure are its.
+    assert body["verdict"]["gpu"] == "rtx-3060-12gb"
+    assert body["total_bytes"] == devices[1]["total"] + body["breakdown"]["cuda_context"]
+
+
+def test_the_cli_reads_the_same_machine(monkeypatch):
+    import io
+
+    from django.core.management import call_command
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(RIG)))
+    out = io.StringIO()
+    call_command("estimate", "--json", "-", stdout=out)
+    devices = json.loads(out.getvalue())["llama_cpp"]["devices"]
+    assert [device["layers"] for device in devices] == [23, 10]
+
+
+@pytest.mark.parametrize(
+    ("changes", "status", "message"),
+    [
+        ({"gpu": "rtx-3090-24gb"}, 422, "give gpu (with num_gpus) or gpus, not both"),
+        ({"num_gpus": 3}, 422, "num_gpus (3) differs from the 2 gpus"),
+        ({"runtime": "transformers", "llama_cpp": None}, 422, "for the llama_cpp runtime only"),
+        ({"gpus": ["rtx-3090-24gb", "no-such-card"]}, 404, "No GPU with slug 'no-such-card'"),
+    ],
+)
+def test_a_machine_that_cannot_be_named_gets_a_4xx(client, changes, status, message):
+    body = {key: value for key, value in {**RIG, **changes}.items() if value is not None}
+    response = post(client, body)
+    assert response.status_code == status
+    assert message in response.json()["errors"][0]["message"]

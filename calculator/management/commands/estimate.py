@@ -24,7 +24,9 @@ from pydantic import ValidationError
 from calculator.api.v1 import (
     ApiEstimateRequest,
     api_card,
+    api_cards,
     api_request_resolve,
+    binding_card,
     config_error_field,
     field_path,
 )
@@ -67,12 +69,15 @@ def _calculation(payload: ApiEstimateRequest, card: Card | None, where: str) -> 
     def at(field: str) -> str:
         return f"{where}.{field}" if where and field else where or field
 
+    cards: list[Card] = []
     try:
-        card = card if card is not None else api_card(payload.gpu)
+        if card is None:
+            card, cards = api_cards(payload)
     except HttpError as error:
-        raise RequestErrors([(at("gpu"), str(error))]) from error
+        raise RequestErrors([(at("gpus" if payload.gpus else "gpu"), str(error))]) from error
     try:
-        request, preset = api_request_resolve(payload, card)
+        request, preset = api_request_resolve(payload, card, cards=cards)
+        card = binding_card(request, card, cards)
         calculation = Calculation(request, gpu=card, preset=preset, host_ram_gb=payload.ram_gb)
         return calculation.payload()
     except HttpError as error:  # a preset nothing matches
