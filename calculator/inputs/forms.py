@@ -277,6 +277,10 @@ FIELD_APPLIES: dict[str, Applies] = {
 }
 
 
+# The GPU choice for a machine without one: llama.cpp on the CPU.
+NO_GPU = "cpu"
+
+
 def check_runtime(
     form: forms.Form, cleaned: dict[str, Any], *, gpus_field: str, splits_layers: bool = False
 ) -> None:
@@ -687,6 +691,13 @@ class CalculatorForm(forms.Form):
                     else:
                         cleaned["config_dict"] = parsed
         check_runtime(self, cleaned, gpus_field="gpus", splits_layers=True)
+        if cleaned.get("gpu") == NO_GPU and cleaned.get("runtime") != "llama_cpp":
+            self.add_error(
+                "runtime",  # the GPU select has no message slot; the runtime is the fix
+                _(
+                    "Without a GPU the estimate is for llama.cpp, which runs on the CPU: choose it as the runtime, or choose a GPU."
+                ),
+            )
         gpus, tp = cleaned.get("gpus"), cleaned.get("tp")
         if gpus and tp and gpus % tp:
             self.add_error("tp", _("Tensor parallel must divide the number of GPUs."))
@@ -797,7 +808,8 @@ class CalculatorForm(forms.Form):
             "cpu_moe": (c.get("cmoe") or DEFAULTS["cmoe"]) == "on",
             "cache_type_k": c.get("ctk") or DEFAULTS["ctk"],
             "cache_type_v": c.get("ctv") or DEFAULTS["ctv"],
-            "n_gpu_layers": c.get("ngl"),
+            # No GPU: every layer stays on the CPU (-ngl 0), whatever -ngl says.
+            "n_gpu_layers": 0 if c.get("gpu") == NO_GPU else c.get("ngl"),
         }
 
     def _vllm_settings(self) -> dict[str, Any]:

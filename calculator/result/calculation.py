@@ -49,7 +49,14 @@ from calculator.estimator.runtimes.vllm import (
     unsupported_gpu,
     weights_bytes,
 )
-from calculator.estimator.speed import GPUS_PER_NODE, SpeedResult, estimate_speed, speed_series
+from calculator.estimator.speed import (
+    DEFAULT_HOST_MEMORY_BANDWIDTH_GB_S,
+    GPUS_PER_NODE,
+    GpuPerformance,
+    SpeedResult,
+    estimate_speed,
+    speed_series,
+)
 from calculator.inputs.l10n import catalogue_name
 from calculator.result import presenters, reverse
 from calculator.result.charts import Chart, concurrency_chart, memory_chart, throughput_chart
@@ -270,6 +277,8 @@ class Calculation:
             "gpus_per_machine": self.gpus_per_machine,
             "host_verdict": self.host_verdict,
             "ready_commands": self.ready_commands,
+            "cpu_only": self.cpu_only,
+            "ram_bandwidth_gb_s": self.ram_bandwidth_gb_s,
         }
         if self.gpu is not None:
             scale = max(scale, self.gpu.usable_bytes)
@@ -364,9 +373,17 @@ class Calculation:
         return None
 
     @cached_property
+    def cpu_only(self) -> bool:
+        """No GPU: llama.cpp with every layer on the CPU and no card chosen."""
+        loaded = self.result.llama_cpp
+        return self.gpu is None and loaded is not None and loaded.gpu_layers == 0
+
+    @cached_property
     def speed(self) -> SpeedResult | None:
         """Tokens per second (and training time) on the chosen GPUs: a roofline per phase, for
         a setup that runs."""
+        if self.cpu_only:
+            return self._cpu_speed()
         performance = self.gpu_performance
         if performance is None or self.speed_unavailable is not None:
             return None
@@ -383,6 +400,42 @@ class Calculation:
             train_tokens=request.train_tokens,
             price_per_gpu_hour=request.price_per_gpu_hour,
             host_memory_bandwidth_gb_s=request.host_memory_bandwidth_gb_s,
+        )
+
+    @property
+    def ram_bandwidth_gb_s(self) -> float:
+        """The machine's RAM bandwidth as given, else two channels of DDR5-5600."""
+        return self.request.host_memory_bandwidth_gb_s or DEFAULT_HOST_MEMORY_BANDWIDTH_GB_S
+
+    def _cpu_speed(self) -> SpeedResult | None:
+        """Generation on the CPU alone: every weight read from system RAM for each token, at the
+        machine's RAM bandwidth (``host_memory_bandwidth_gb_s``, else two channels of DDR5-5600)
+        with the share of it llama.cpp's CPU layers reach (the speed model's ``host_bandwidth``).
+        Prompt processing is bound by the CPU's cores, which the estimate does not know: none."""
+        if self.run_verdict is not None and not self.run_verdict.runs:
+            return None
+        if self.host_verdict is not None and not self.host_verdict["fits"]:
+            return None
+        request = self.request
+        bandwidth = self.ram_bandwidth_gb_s
+        # The RAM stands in for the device: nothing is on a GPU, so only the host term counts.
+        ram = GpuPerformance(bandwidth_gb_s=bandwidth)
+        speed = estimate_speed(
+            self.arch,
+            request,
+            self.result,
+            ram,
+            runtime="llama_cpp",
+            llama_cpp=self.result.llama_cpp,
+            host_memory_bandwidth_gb_s=bandwidth,
+        )
+        return speed.model_copy(
+            update={
+                "backend": "cpu",
+                "prefill_tokens_per_s": None,
+                "time_to_first_token_s": None,
+                "host_slowdown": None,
+            }
         )
 
     def charts(self) -> dict[str, Any]:

@@ -482,6 +482,8 @@ def _calculate(
     gpu: Card | None = (
         own_card(vram)
         if vram
+        else None
+        if form.cleaned_data.get("gpu") == forms_module.NO_GPU
         else catalogue.gpu(form.cleaned_data.get("gpu") or "", DEFAULTS["gpu"])
     )
     try:

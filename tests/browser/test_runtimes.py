@@ -130,3 +130,22 @@ def test_a_second_gpu_splits_the_layers_and_lists_each_device(page, live_server)
     assert "gpus=2" in page.url
     screenshot(page, "runtime-llama-cpp-two-gpus")
     assert page.server_errors == []
+
+
+def test_no_gpu_shows_what_the_cpu_and_ram_hold(page, live_server):
+    """Issue 28, CPU only: choosing "No GPU" keeps every layer on the CPU; the headline is the
+    system RAM llama.cpp needs (Llama 3.1 8B Q4_K_M at 4,096 tokens), the verdict the RAM's."""
+    page.goto(
+        live_server.url
+        + "/?model=Llama+3.1+8B&gpu=rtx-3090-24gb&seq=4096&runtime=llama_cpp&gguf=Q4_K_M&ram=16"
+    )
+    recompute(page, lambda: page.select_option("#id_gpu", "cpu"))
+    page.wait_for_function("() => document.querySelector('#result').innerText.includes('no GPU')")
+    text = result_text(page)
+    assert "0 of 33 layers on the GPU" in text
+    assert "of system RAM needed: fits in your 16.00 GiB" in text
+    assert "Fits on" not in text
+    assert page.locator("[data-testid=cpu-speed]").is_visible()
+    assert "gpu=cpu" in page.url
+    screenshot(page, "runtime-llama-cpp-no-gpu")
+    assert page.server_errors == []

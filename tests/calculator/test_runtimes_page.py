@@ -416,3 +416,39 @@ def test_two_gpus_get_a_line_per_device_as_the_log_prints_them(client):
 def test_llama_cpp_asks_for_no_tensor_parallelism(client):
     body = text(client.get(TWO_3090 + "&tp=2"))
     assert "llama.cpp splits the layers over the GPUs rather than each layer" in body
+
+
+CPU_ONLY = "/?model=Llama+3.1+8B&runtime=llama_cpp&gguf=Q4_K_M&gpu=cpu&seq=4096&batch=1&ram=32"
+
+
+def test_no_gpu_gives_the_ram_verdict_and_generation_from_ram_bandwidth(client):
+    """Issue 28, CPU only: every layer stays on the CPU (-ngl 0), the figure is what llama.cpp
+    keeps in system RAM, the verdict is the RAM's, and generation reads every weight from RAM
+    once per token, so it scales with the RAM bandwidth; prompt speed (the CPU's cores) is not
+    given."""
+    body = text(client.get(CPU_ONLY))
+    assert "of system RAM, no GPU" in body
+    assert "0 of 33 layers on the GPU" in body
+    assert "of system RAM needed: fits in your 32.00 GiB" in body
+    assert "Fits on" not in body  # no card, no card verdict
+    assert "Prompt:" not in body
+    api = client.get("/api/v1/estimate?" + CPU_ONLY.split("?", 1)[1]).json()
+    assert api["llama_cpp"]["gpu_layers"] == 0
+    assert f"{api['host_bytes'] / GIB:.2f} GiB of system RAM, no GPU" in body
+
+    def generation(bandwidth: str) -> int:
+        found = re.search(r"Generation: (\d+) tokens/s", text(client.get(CPU_ONLY + bandwidth)))
+        assert found
+        return int(found.group(1))
+
+    # Two channels of DDR5-5600 (89.6 GB/s, the default) against four (179.2 GB/s).
+    assert generation("&ram_bw=179.2") in {
+        2 * generation("") - 1,
+        2 * generation(""),
+        2 * generation("") + 1,
+    }
+
+
+def test_no_gpu_with_another_runtime_says_to_choose_llama_cpp(client):
+    body = text(client.get("/?model=Llama+3.1+8B&gpu=cpu&seq=4096"))
+    assert "Without a GPU the estimate is for llama.cpp" in body
