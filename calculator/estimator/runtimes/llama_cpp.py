@@ -1603,13 +1603,15 @@ def gpu_slot_bytes(arch: Architecture, layout: GgufLayout, options: LlamaCppOpti
     return [sum(parts) for parts in zip(model, kv, recurrent, strict=True)]
 
 
-def _pipelined(arch: Architecture, options: LlamaCppOptions, devices: int) -> bool:
+def _pipelined(
+    arch: Architecture, options: LlamaCppOptions, devices: int, split_mode: SplitMode | None = None
+) -> bool:
     """llama-context.cpp runs the devices as a pipeline (``GGML_SCHED_MAX_COPIES`` copies of
     each split's inputs) with several devices, every layer offloaded, ``-sm layer``, the KV cache
     offloaded and no tensor override (the expert flags are overrides)."""
     return (
         devices > 1
-        and options.split_mode == "layer"
+        and (split_mode or options.split_mode) == "layer"
         and _gpu_layer_start(arch, options) == 0
         and options.n_gpu_layers != 0
         and options.cpu_expert_layers(arch) == 0
@@ -1684,7 +1686,7 @@ def layer_split_gpu_bytes(
         layout = layout if layout is not None else gguf_layout(arch, options.file_type(arch))
         slots = gpu_slot_bytes(arch, layout, options)
     compute = compute_buffer(arch, options).gpu
-    if _pipelined(arch, options.model_copy(update={"split_mode": "layer"}), devices):
+    if _pipelined(arch, options, devices, split_mode="layer"):
         compute += (GGML_SCHED_MAX_COPIES - 1) * pipeline_input_bytes(arch, options)
     totals, first = [], 0
     for count in layer_split(len(slots), devices):
