@@ -279,6 +279,7 @@ class Calculation:
             "ready_commands": self.ready_commands,
             "cpu_only": self.cpu_only,
             "ram_bandwidth_gb_s": self.ram_bandwidth_gb_s,
+            "ollama_placement": self.ollama_placement,
         }
         if self.gpu is not None:
             scale = max(scale, self.gpu.usable_bytes)
@@ -371,6 +372,28 @@ class Calculation:
         if run is not None and not run.runs:
             return run.fit_state
         return None
+
+    @cached_property
+    def ollama_placement(self) -> dict[str, Any] | None:
+        """Where Ollama would put the model on several GPUs: its scheduler loads it alone on the
+        one GPU whose available memory holds it within 80% (``--split-mode none``), and lets
+        llama-server split it over the GPUs only when none does (ollama/ollama@fb30760
+        server/sched.go ``selectLlamaServerPlacement``). Equal cards here: one of them."""
+        request = self.request
+        if request.runtime != "llama_cpp" or request.num_gpus < 2 or self.gpu is None:
+            return None
+        one_gpu = llama_cpp_options(request).model_copy(
+            update={"tensor_split": None, "device_memory_bytes": None, "main_gpu": 0}
+        )
+        single = presenters.cached_estimate(
+            presenters.with_changes(request, num_gpus=1, llama_cpp=one_gpu.model_dump())
+        )
+        limit = int(0.8 * self.gpu.usable_bytes)
+        return {
+            "single": single.total_bytes <= limit,
+            "need_bytes": single.total_bytes,
+            "limit_bytes": limit,
+        }
 
     @cached_property
     def cpu_only(self) -> bool:

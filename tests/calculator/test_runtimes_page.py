@@ -452,3 +452,18 @@ def test_no_gpu_gives_the_ram_verdict_and_generation_from_ram_bandwidth(client):
 def test_no_gpu_with_another_runtime_says_to_choose_llama_cpp(client):
     body = text(client.get("/?model=Llama+3.1+8B&gpu=cpu&seq=4096"))
     assert "Without a GPU the estimate is for llama.cpp" in body
+
+
+def test_with_two_gpus_the_page_says_where_ollama_would_put_the_model(client):
+    """Ollama's scheduler (ollama/ollama@fb30760 server/sched.go selectLlamaServerPlacement)
+    loads a model alone on one GPU when it needs at most 80% of that GPU's memory: 80% of a
+    3090's 24 GiB is 19.20 GiB. Llama 3.1 8B Q4_K_M (a 4.58 GiB file) is far below it; Llama 3.3
+    70B Q4_K_M (a 39.59 GiB file, the GGUF line of the same page) is far above it."""
+    small = text(client.get(TWO_3090))
+    assert "Ollama would load it on one GPU instead (--split-mode none)" in small
+    assert "within 80% of the card (19.20 GiB)" in small
+    large = text(client.get(TWO_3090.replace("Llama+3.1+8B", "Llama+3.3+70B")))
+    assert "Ollama would split it over the GPUs too" in large
+    assert "more than 80% of the card (19.20 GiB)" in large
+    german = text(client.get("/de" + TWO_3090))
+    assert "innerhalb von 80 % der Karte" in german
