@@ -967,6 +967,7 @@ class Calculation:
             inputs=self.inputs,
             notes=presenters.result_notes(self.result_context()),
             run=self.run_verdict,
+            cpu_only=self.cpu_only,
         )
 
 

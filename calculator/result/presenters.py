@@ -584,15 +584,20 @@ def markdown(
     inputs: list[tuple[str, str]] = (),  # type: ignore[assignment]
     notes: list[str] = (),  # type: ignore[assignment]
     run: RunVerdict | None = None,
+    cpu_only: bool = False,
 ) -> str:
     """A Markdown summary to paste into an issue or a notebook, in the active language, with
-    numbers rounded and formatted as the page shows them."""
+    numbers rounded and formatted as the page shows them; with no GPU (``cpu_only``) the
+    headline is the system RAM llama.cpp holds, as on the page."""
     from calculator.result.formatting import gib as fmt_gib
     from calculator.result.formatting import percent, phase_label
 
     per_gpu = _("per GPU") if result.num_gpus > 1 else _("total")
+    shown = result.total_bytes
+    if cpu_only:
+        per_gpu, shown = _("of system RAM, no GPU"), result.host_bytes or 0
     lines = [
-        f"### {title}: {fmt_gib(result.total_bytes)} GiB {per_gpu}",
+        f"### {title}: {fmt_gib(shown)} GiB {per_gpu}",
         "",
     ]
     if inputs:
@@ -1322,6 +1327,8 @@ def _runtime_inputs(
             ("-ctk / -ctv", f"{options.cache_type_k} / {options.cache_type_v}"),
             ("-ngl", str(_("all")) if options.n_gpu_layers is None else _n(options.n_gpu_layers)),
         ]
+        if request.num_gpus > 1:
+            rows += [(str(_("Number of GPUs")), _n(request.num_gpus)), ("-sm", options.split_mode)]
     elif request.vllm is not None:
         settings = request.vllm
         rows += [

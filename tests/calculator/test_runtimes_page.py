@@ -467,3 +467,13 @@ def test_with_two_gpus_the_page_says_where_ollama_would_put_the_model(client):
     assert "more than 80% of the card (19.20 GiB)" in large
     german = text(client.get("/de" + TWO_3090))
     assert "innerhalb von 80 % der Karte" in german
+
+
+def test_the_markdown_export_says_the_gpus_or_that_there_is_none(client):
+    api = client.get("/api/v1/estimate?" + CPU_ONLY.split("?", 1)[1]).json()
+    cpu = client.get(CPU_ONLY + "&format=md").content.decode()
+    assert cpu.splitlines()[0].endswith(f"{api['host_bytes'] / GIB:.2f} GiB of system RAM, no GPU")
+    two = client.get(TWO_3090 + "&format=md").content.decode()
+    assert "- Number of GPUs: 2" in two
+    assert "- -sm: layer" in two
+    assert "per GPU" in two.splitlines()[0]
