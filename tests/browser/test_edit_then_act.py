@@ -3,10 +3,12 @@ real browser shows: a lever clicked right after editing a number did nothing (pe
 5), and on a phone the result and its "Calculating…" sign were out of sight while typing, and
 "Jump to the result" overshot after typing the model name (persona 5, defects 1 and 2)."""
 
+import contextlib
 import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.browser.conftest import screenshot
 
@@ -146,14 +148,19 @@ def test_on_a_phone_the_figure_and_its_pending_sign_stay_in_sight(phone, live_se
     assert "GiB" in phone.locator(bar).inner_text()
     phone.locator("#id_seq").scroll_into_view_if_needed()
     # The answers are held back until the bar has been looked at (they come in milliseconds).
+    # Every recompute is held: on a loaded machine the keystrokes may come further apart than
+    # the debounce, and the answer to "8" or "81" would then land before the last one is asked.
     held = []
     phone.route(
-        lambda url: "seq=8192" in url and "part=more" not in url, lambda route: held.append(route)
+        lambda url: "seq=" in url and "part=more" not in url, lambda route: held.append(route)
     )
     phone.click("#id_seq")
     phone.keyboard.press("Control+A")
     phone.keyboard.type("8192")
-    phone.wait_for_timeout(150)  # the recompute's debounce
+    for _ in range(100):  # until the last keystroke's recompute is asked (a few debounces)
+        if any("seq=8192" in route.request.url for route in held):
+            break
+        phone.wait_for_timeout(30)
     # Typing: the bar stays in sight, keeps the last figure and says "Calculando…".
     assert in_view(phone, bar)
     assert phone.locator(bar).get_attribute("data-pending") is not None
@@ -161,7 +168,8 @@ def test_on_a_phone_the_figure_and_its_pending_sign_stay_in_sight(phone, live_se
     assert shown in phone.locator(bar).inner_text()
     assert held
     for route in held:
-        route.continue_()
+        with contextlib.suppress(PlaywrightError):  # an older one htmx has since aborted
+            route.continue_()
     phone.wait_for_function(
         "() => !document.querySelector('[data-testid=jump]').hasAttribute('data-pending')"
     )
