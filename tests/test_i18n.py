@@ -124,6 +124,6 @@ def test_spanish_catalogue_speaks_to_the_reader_as_tu():
     tu = [msgstr for msgstr, _fuzzy in entries.values() if SPANISH_TU.search(msgstr)]
     assert usted == []
     assert len(tu) > 30  # it does speak to the reader, and as tú
-    assert entries["The llama.cpp estimate covers one GPU; set the number of GPUs to 1."][0] == (
-        "La estimación de llama.cpp cubre una sola GPU; pon el número de GPU en 1."
+    assert entries["Give the parameter count, or at least layers and hidden size."][0] == (
+        "Indica el número de parámetros o, al menos, las capas y el tamaño oculto."
     )

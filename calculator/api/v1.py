@@ -164,7 +164,9 @@ class Verdict(Schema):
 
 
 class HostVerdict(Schema):
-    have_bytes: int = Field(description="The machine's RAM as given (GB × 10⁹).")
+    have_bytes: int = Field(
+        description="The machine's RAM as given, GB read as GiB (a 64 GB kit holds 64 GiB)."
+    )
     need_bytes: int = Field(description="host_bytes × the GPUs sharing one machine (up to 8).")
     fits: bool
     short_bytes: int
@@ -225,6 +227,47 @@ class ApiEstimateResponse(EstimateResult):
         description="Runtime llama_cpp or vllm: the command lines (llama-server, an Ollama "
         "Modelfile, vllm serve) that run the model with the estimated settings.",
     )
+    llama_fit: LlamaFitOut | None = Field(
+        default=None,
+        description="Runtime llama_cpp with a GPU: what llama.cpp's --fit (on by default) "
+        "would set on the chosen cards, experts in system RAM included.",
+    )
+
+
+class FitDeviceOut(Schema):
+    name: str = Field(description="CUDA0, CUDA1, …")
+    free_bytes: int = Field(description="The card's memory less its CUDA context.")
+    used_bytes: int = Field(description="Its model, KV, RS and compute buffers as --fit sets them.")
+    layers: int = Field(description="Layer slots it holds, the output layer counting as one.")
+    partial_layers: int = Field(description="Of its layers, those with experts in system RAM.")
+
+
+class LlamaFitOut(Schema):
+    placement: Literal[
+        "all_on_gpu", "experts_in_ram", "layers_on_cpu", "ram_short", "gpu_short"
+    ] = Field(
+        description="The answer: every tensor on the GPU(s); every layer there with the routed "
+        "experts of some in system RAM; some layers on the CPU; the RAM (ram_gb) too small for "
+        "what stays there; or a GPU short of its margin even so."
+    )
+    status: Literal["unchanged", "context", "fitted", "refused"] = Field(
+        description="What --fit does with the request's own settings: keeps them, shortens the "
+        "context, moves layers or experts, or refuses (the user set -ngl, -ts or overrides); "
+        "for refused the rest describes what it would choose without them."
+    )
+    reason: Literal["n_gpu_layers", "tensor_split", "overrides"] | None
+    shown_status: Literal["unchanged", "context", "fitted", "refused"]
+    fits: bool = Field(description="Every GPU keeps --fit-target (1 GiB) free.")
+    command: str = Field(description="The llama-server command with --fit's choice spelled out.")
+    devices: list[FitDeviceOut]
+    margin_bytes: int
+    experts_in_ram: int = Field(description="Layers whose routed experts stay in system RAM.")
+    n_gpu_layers: int | None
+    all_layers: int
+    host_bytes: int = Field(description="System RAM the placement needs.")
+    have_bytes: int | None
+    ram_short: bool
+    tokens_per_s: float | None = Field(description="Generation speed of one sequence.")
 
 
 class ErrorItem(Schema):
@@ -346,6 +389,10 @@ def on_cards(fields: dict[str, Any], cards: Sequence[Card]) -> dict[str, Any]:
     fields = {**fields, "num_gpus": len(cards)}
     if fields.get("runtime") == "llama_cpp":
         options = dict(fields.get("llama_cpp") or {})
+        if not options:
+            # As llama_cpp_options reads a request without options: batch slots of seq_len.
+            batch = fields.get("batch_size") or 1
+            options = {"n_ctx": (fields.get("seq_len") or 1) * batch, "n_parallel": batch}
         if options.get("device_memory_bytes") is None:
             options["device_memory_bytes"] = [card.usable_bytes for card in cards]
         fields["llama_cpp"] = options

@@ -24,6 +24,8 @@ from calculator.estimator.runtimes.llama_cpp import (
     LM_STUDIO_DEFAULTS,
     OLLAMA_DEFAULTS,
     LlamaCppOptions,
+    OverrideError,
+    parse_override_tensors,
 )
 
 MODE_CHOICES = [
@@ -214,7 +216,7 @@ PERMALINK_KEYS = (
     "source", "model", "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "inter",
     "vocab", "experts", "active_experts", "mode", "precision", "mixed", "kv", "optimizer",
     "batch", "seq", "ckpt", "attn", "lora_rank", "lora_targets", "gpus", "zero", "tp", "gpu",
-    "vram", "cfg", "images", "runtime", "gguf", "ctk", "ctv", "fa", "swa", "kvu", "ncmoe", "cmoe", "ngl", "ubatch", "nbatch",
+    "vram", "cfg", "images", "runtime", "gguf", "ctk", "ctv", "fa", "swa", "kvu", "ncmoe", "cmoe", "ot", "ngl", "ts", "ubatch", "nbatch",
     "util", "max_seqs", "batched", "quant", "vkv", "eager", "block", "prompt", "train_b",
     "price", "ram_bw", "stack", "opt_impl", "loss", "act_ckpt", "act_offload", "opt_offload",
     "param_offload", "seq_par", "pp", "cp", "micro", "ram",
@@ -222,7 +224,7 @@ PERMALINK_KEYS = (
 # The training stack's switches (empty: the stack's default).
 STACK_FIELDS = ("opt_impl", "loss", "act_ckpt", "act_offload", "opt_offload", "param_offload", "seq_par", "pp", "cp", "micro")  # fmt: skip
 # Fields that only one runtime reads (the page shows them when that runtime is chosen).
-LLAMA_CPP_FIELDS = ("gguf", "ctk", "ctv", "fa", "swa", "kvu", "ncmoe", "cmoe", "ngl", "ubatch", "nbatch")  # fmt: skip
+LLAMA_CPP_FIELDS = ("gguf", "ctk", "ctv", "fa", "swa", "kvu", "ncmoe", "cmoe", "ot", "ngl", "ts", "ubatch", "nbatch")  # fmt: skip
 VLLM_FIELDS = ("util", "max_seqs", "batched", "quant", "vkv", "eager", "block")
 
 
@@ -281,13 +283,10 @@ FIELD_APPLIES: dict[str, Applies] = {
 NO_GPU = "cpu"
 
 
-def check_runtime(
-    form: forms.Form, cleaned: dict[str, Any], *, gpus_field: str, splits_layers: bool = False
-) -> None:
+def check_runtime(form: forms.Form, cleaned: dict[str, Any]) -> None:
     """The runtime rules of the calculator and the fits page (same messages): llama.cpp and
-    vLLM serve models; llama.cpp splits layers over several GPUs (``splits_layers``: the
-    calculator; the fits page's llama.cpp list covers one GPU) and has no tensor parallelism.
-    Sets the default runtime."""
+    vLLM serve models; llama.cpp splits layers over several GPUs and has no tensor
+    parallelism. Sets the default runtime."""
     runtime = cleaned["runtime"] = cleaned.get("runtime") or "transformers"
     if runtime != "transformers" and cleaned.get("mode") not in (None, "inference"):
         form.add_error(
@@ -298,17 +297,55 @@ def check_runtime(
         )
     if runtime != "llama_cpp":
         return
-    if not splits_layers and (cleaned.get(gpus_field) or 1) > 1:
-        form.add_error(
-            gpus_field, _("The llama.cpp estimate covers one GPU; set the number of GPUs to 1.")
-        )
-    if splits_layers and (cleaned.get("tp") or 1) > 1:
+    if (cleaned.get("tp") or 1) > 1:
         form.add_error(
             "tp",
             _(
                 "llama.cpp splits the layers over the GPUs rather than each layer; set tensor parallel to 1."
             ),
         )
+
+
+def clean_llama_placement(form: forms.Form, cleaned: dict[str, Any]) -> None:
+    """Reads -ot (``ot_entries``) and -ts (``ts_shares``), with a message on the field that
+    says what is wrong with the entry."""
+    text = cleaned.get("ot") or ""
+    if text:
+        try:
+            cleaned["ot_entries"] = parse_override_tensors(text)
+        except OverrideError as error:
+            messages = {
+                "syntax": _(
+                    "“%(entry)s” is not PATTERN=CPU; write entries as -ot takes them, separated by commas (for example exps=CPU)."
+                ),
+                "buffer": _(
+                    "“%(entry)s”: only =CPU is modelled (tensors kept in system RAM), not another device."
+                ),
+                "regex": _("“%(entry)s” is not a regular expression llama.cpp can read."),
+                "nested": _(
+                    "“%(entry)s” repeats a group that itself repeats, which can take a regex engine very long; write it without the nested repetition."
+                ),
+            }
+            form.add_error("ot", messages[error.kind] % {"entry": error.entry[:80]})
+    split = (cleaned.get("ts") or "").replace(" ", "")
+    if split:
+        try:
+            shares = [float(part) for part in split.replace("/", ",").split(",") if part]
+        except ValueError:
+            shares = []
+        gpus = cleaned.get("gpus") or 1
+        if not shares or any(not (0 <= share <= 1e6) for share in shares) or not any(shares):
+            form.add_error(
+                "ts", _("Write one share per GPU, separated by commas, for example 3,1.")
+            )
+        elif len(shares) != gpus:
+            form.add_error(
+                "ts",
+                _("Give one share per GPU: %(n)s GPUs, %(m)s shares.")
+                % {"n": gpus, "m": len(shares)},
+            )
+        else:
+            cleaned["ts_shares"] = shares
 
 
 # The custom architecture's fields: read only when the model comes from them.
@@ -436,7 +473,11 @@ class CalculatorForm(forms.Form):
     cmoe = forms.ChoiceField(
         label=_("All experts in RAM (--cpu-moe)"), choices=ON_OFF_CHOICES, required=False
     )
+    ot = forms.CharField(
+        label=_("Tensors kept in RAM (-ot)"), max_length=4000, required=False, strip=True
+    )
     ngl = _int(_("GPU layers (-ngl)"), 0, 10_000, required=False)
+    ts = forms.CharField(label=_("Tensor split (-ts)"), max_length=200, required=False)
     ubatch = _int(_("Micro-batch (-ub)"), 1, 1_000_000, required=False)
     nbatch = _int(_("Logical batch (-b)"), 1, 1_000_000, required=False)
     util = forms.FloatField(
@@ -554,6 +595,12 @@ class CalculatorForm(forms.Form):
         ),
         "cmoe": _(
             "--cpu-moe: keep every routed expert in system RAM; attention, shared experts and the KV cache stay on the GPU."
+        ),
+        "ot": _(
+            "-ot PATTERN=CPU: the tensors whose names match the regular expression stay in system RAM, as llama.cpp's --override-tensor; entries separated by commas. exps=CPU keeps every routed expert there (as --cpu-moe), blk\\.(2[0-9])\\.ffn_.*=CPU the feed-forward tensors of layers 20 to 29."
+        ),
+        "ts": _(
+            "-ts: each GPU's share of the layers, separated by commas (3,1 puts three quarters on the first GPU); empty splits them by each GPU's free memory, as llama.cpp does."
         ),
         "ngl": _(
             "-ngl: how many layers go to the GPU (the output layer counts as one); empty means all. The rest stays in system RAM and runs on the CPU."
@@ -690,7 +737,9 @@ class CalculatorForm(forms.Form):
                         self.add_error("config", _("A config.json is a JSON object ({…})."))
                     else:
                         cleaned["config_dict"] = parsed
-        check_runtime(self, cleaned, gpus_field="gpus", splits_layers=True)
+        check_runtime(self, cleaned)
+        if cleaned.get("runtime") == "llama_cpp":
+            clean_llama_placement(self, cleaned)
         if cleaned.get("gpu") == NO_GPU and cleaned.get("runtime") != "llama_cpp":
             self.add_error(
                 "runtime",  # the GPU select has no message slot; the runtime is the fix
@@ -806,6 +855,8 @@ class CalculatorForm(forms.Form):
             "kv_unified": (c.get("kvu") or DEFAULTS["kvu"]) == "on",
             "n_cpu_moe": c.get("ncmoe") or 0,
             "cpu_moe": (c.get("cmoe") or DEFAULTS["cmoe"]) == "on",
+            "override_tensors": [entry.model_dump() for entry in c.get("ot_entries") or ()],
+            "tensor_split": c.get("ts_shares") or None,
             "cache_type_k": c.get("ctk") or DEFAULTS["ctk"],
             "cache_type_v": c.get("ctv") or DEFAULTS["ctv"],
             # No GPU: every layer stays on the CPU (-ngl 0), whatever -ngl says.
@@ -951,6 +1002,7 @@ class FitsForm(forms.Form):
     gpu = forms.CharField(label=_("Your GPU"), max_length=100, required=False)
     gb = _float(_("…or its memory (GB)"), 1, 100_000)
     count = _int(_("Number of GPUs"), 1, 1024)
+    ram = _float(_("System RAM (GB)"), 1, 100_000)
     stack = forms.ChoiceField(label=_("Training stack"), choices=STACK_CHOICES, required=False)
     ckpt = forms.ChoiceField(
         label=_("Gradient checkpointing"),
@@ -967,6 +1019,7 @@ class FitsForm(forms.Form):
         "seq": 4096,
         "batch": 1,
         "count": 1,
+        "ram": 64,  # llama.cpp's experts-in-RAM list: a common desktop's RAM
     }
     # Checkpointing by default where the usual recipes turn it on: PEFT's
     # prepare_model_for_kbit_training(use_gradient_checkpointing=True) for QLoRA, the QLoRA
@@ -985,7 +1038,9 @@ class FitsForm(forms.Form):
             cleaned["stack"] = cleaned.get("stack") or "hf_trainer"
             default = "on" if mode in self.CHECKPOINTING_BY_DEFAULT else "off"
             cleaned["ckpt"] = cleaned.get("ckpt") or default
-        check_runtime(self, cleaned, gpus_field="count")
+        check_runtime(self, cleaned)
+        if cleaned.get("runtime") != "llama_cpp":
+            cleaned["ram"] = None  # only llama.cpp keeps experts in RAM: left out of the key
         seq, batch = cleaned.get("seq"), cleaned.get("batch")
         if cleaned.get("runtime") == "llama_cpp" and seq and batch and seq * batch > MAX_SEQ_LEN:
             # The table runs llama.cpp with -c = context × batch (one slot per sequence).

@@ -43,6 +43,7 @@ from calculator.estimator.runtimes.llama_cpp import (
     gpu_slot_bytes,
     layer_split_gpu_bytes,
 )
+from calculator.estimator.runtimes.llama_cpp_fit import FitResult, fit_params
 from calculator.estimator.runtimes.vllm import (
     VllmOptions,
     VllmResult,
@@ -579,16 +580,13 @@ class Calculation:
         repo = (self.preset.hf_repo if self.preset else "") or ""
         if self.runtime == "llama_cpp":
             options = llama_cpp_options(self.request)
-            # GGUF files live in other repositories than the checkpoint, under many names: the
-            # command names a local file as GGUF repositories usually call it.
-            stem = repo.rsplit("/", 1)[-1] or "model"
-            gguf_file = f"{stem}-{options.gguf_type}.gguf"
-            name = stem.lower()
+            gguf_file = self._gguf_file_name
+            name = gguf_file.rsplit("-", 1)[0].lower()
             return [
                 ReadyCommand(
                     "llama_server",
                     "llama-server",
-                    commands.llama_server_command(gguf_file, options),
+                    commands.llama_server_command(gguf_file, options, self.request.num_gpus),
                 ),
                 ReadyCommand(
                     "ollama_modelfile",
@@ -612,6 +610,14 @@ class Calculation:
                 ),
             )
         ]
+
+    @property
+    def _gguf_file_name(self) -> str:
+        """GGUF files live in other repositories than the checkpoint, under many names: the
+        commands name a local file as GGUF repositories usually call it."""
+        repo = (self.preset.hf_repo if self.preset else "") or ""
+        stem = repo.rsplit("/", 1)[-1] or "model"
+        return f"{stem}-{llama_cpp_options(self.request).gguf_type}.gguf"
 
     def _vllm_command_options(self) -> Any:
         """vLLM reads a checkpoint's own quantization_config: the flag is written only when the
@@ -734,10 +740,99 @@ class Calculation:
                 "ram_short": ram_short,
                 "experts_in_ram": self._experts_in_ram(room),
             }
+        fitted = self.llama_fit
+        if fitted is not None:
+            context["llama_fit"] = fitted
         if self.catalogue is not None:
             fits = presenters.gpu_fits(self.catalogue.gpus, self._layer_split_totals())
             context["fits"] = self._with_experts_in_ram(fits)
         return context
+
+    @cached_property
+    def llama_fit(self) -> dict[str, Any] | None:
+        """What llama.cpp's ``--fit`` (on by default) lands on for the chosen GPUs, each with
+        its CUDA context taken: the command, every device's buffers against its free memory,
+        the RAM the rest needs and the speed. Where the user's own -ngl, -ts or overrides make
+        --fit leave the settings alone, also what it would choose without them."""
+        request = self.request
+        if request.runtime != "llama_cpp" or self.gpu is None:
+            return None
+        options = llama_cpp_options(request)
+        if options.n_gpu_layers == 0:
+            return None
+        cards = options.device_memory_bytes
+        if cards is None or len(cards) != request.num_gpus:
+            cards = (self.gpu.usable_bytes,) * request.num_gpus
+        context_bytes = self.result.breakdown.cuda_context
+        free = [max(card - context_bytes, 0) for card in cards]
+        layout = llama_cpp_layout(request)
+        own = fit_params(self.arch, options, free, layout=layout)
+        shown = own
+        if own.status == "refused":
+            unset = options.model_copy(
+                update={
+                    "n_gpu_layers": None,
+                    "tensor_split": None,
+                    "n_cpu_moe": 0,
+                    "cpu_moe": False,
+                    "override_tensors": (),
+                }
+            )
+            shown = fit_params(self.arch, unset, free, layout=layout)
+        changed = presenters.with_changes(request, llama_cpp=shown.options.model_dump())
+        estimate = presenters.cached_estimate(changed)
+        loaded = estimate.llama_cpp
+        have = host_ram_bytes(self.host_ram_gb) if self.host_ram_gb else None
+        host = loaded.host_bytes if loaded is not None else 0
+        speed = None
+        if self.gpu_performance is not None and shown.fits and (have is None or host <= have):
+            speed = estimate_speed(
+                self.arch,
+                changed,
+                estimate,
+                self.gpu_performance,
+                runtime="llama_cpp",
+                llama_cpp=loaded,
+                host_memory_bandwidth_gb_s=request.host_memory_bandwidth_gb_s,
+            ).decode_tokens_per_s
+        gguf_file = self._gguf_file_name
+        if not shown.fits:
+            placement = "gpu_short"
+        elif have is not None and host > have:
+            placement = "ram_short"
+        elif shown.experts_in_ram_layers:
+            placement = "experts_in_ram"
+        elif shown.options.n_gpu_layers not in (None, self.arch.num_layers + 1):
+            placement = "layers_on_cpu"
+        else:
+            placement = "all_on_gpu"
+        return {
+            "placement": placement,
+            "status": own.status,
+            "reason": own.reason,
+            "shown_status": shown.status,
+            "fits": shown.fits,
+            "command": commands.llama_server_command(gguf_file, shown.options, request.num_gpus),
+            "devices": shown.devices,
+            "margin_bytes": shown.margin_bytes,
+            "experts_in_ram": shown.experts_in_ram_layers,
+            "n_gpu_layers": shown.options.n_gpu_layers,
+            "all_layers": self.arch.num_layers + 1,
+            "host_bytes": host,
+            "have_bytes": have,
+            "ram_short": have is not None and host > have,
+            "tokens_per_s": speed,
+            "query": self._fit_query(shown),
+        }
+
+    def _fit_query(self, fitted: FitResult) -> dict[str, Any]:
+        """The page's fields that reproduce ``fitted``: -ngl, -ot and -ts, the expert flags off."""
+        options = fitted.options
+        fields: dict[str, Any] = {"ngl": options.n_gpu_layers, "ncmoe": None, "cmoe": None}
+        fields["ot"] = commands.override_tensors_text(options.override_tensors) or None
+        split = options.tensor_split if self.request.num_gpus > 1 else None
+        fields["ts"] = ",".join(f"{share:g}" for share in split) if split else None
+        return fields
 
     def _with_experts_in_ram(self, fits: list[presenters.GpuGroup]) -> list[presenters.GpuGroup]:
         """The GPU list plus, for a MoE model, the cards that one of them holds with the routed
@@ -946,6 +1041,13 @@ class Calculation:
                 run=self.run_verdict,
             )
         body["commands"] = {command.key: command.text for command in self.ready_commands}
+        fitted = self.llama_fit
+        body["llama_fit"] = None
+        if fitted is not None:
+            body["llama_fit"] = {
+                **{key: value for key, value in fitted.items() if key != "query"},
+                "devices": [device.model_dump() for device in fitted["devices"]],
+            }
         body["speed"] = self.speed.model_dump(mode="json") if self.speed else None
         body["speed_unavailable"] = self.speed_unavailable
         body["host_verdict"] = self.host_verdict

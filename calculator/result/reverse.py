@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -29,7 +29,9 @@ from calculator.estimator.bounds import MAX_SEQ_LEN
 from calculator.estimator.core import llama_cpp_layout, llama_cpp_options, vllm_options
 from calculator.estimator.precision import BYTES_PER_ELEMENT
 from calculator.estimator.runtimes import longest_context_full_offload, longest_max_model_len
+from calculator.estimator.runtimes.commands import override_tensors_text
 from calculator.estimator.runtimes.llama_cpp import GGML_BLOCK
+from calculator.estimator.runtimes.llama_cpp_fit import fit_params
 from calculator.estimator.runtimes.vllm import unsupported_gpu
 from calculator.estimator.speed import GpuPerformance, estimate_speed
 from calculator.result.presenters import cached_estimate, largest_fitting, runtime_fits
@@ -439,6 +441,7 @@ def longest_context(
             resolve_architecture(request.model),
             llama_cpp_options(request),
             room,
+            devices=request.num_gpus,
             # llama.cpp's -c is bounded like any context (LlamaCppOptions.n_ctx).
             limit=max(min(limit * workload.batch_size, MAX_SEQ_LEN), 256),
             layout=llama_cpp_layout(request),
@@ -477,7 +480,8 @@ def models_that_fit(
     table's), the longest context and, on a catalogue GPU (``speed_gpu``), how fast it
     generates (or trains) there."""
     extra: dict[str, Any] = {"num_gpus": gpu_count}
-    if gpu_count > 1:
+    # llama.cpp splits the layers over its GPUs (-sm layer) rather than each layer.
+    if gpu_count > 1 and workload.runtime != "llama_cpp":
         extra.update(
             tensor_parallel=gpu_count if workload.mode == "inference" else 1,
             zero_stage=0 if workload.mode == "inference" else 3,
@@ -524,6 +528,137 @@ def models_that_fit(
     return sorted(
         found, key=lambda fit: (fit.precision in LARGE_QUALITY_LOSS, -fit.preset.params_total)
     )
+
+
+@dataclass(frozen=True)
+class ExpertsInRamFit:
+    """A MoE model that fits the GPUs only with routed experts in system RAM, as --fit
+    places them."""
+
+    preset: ModelPreset
+    precision: str
+    experts_in_ram: int  # layers whose experts stay in RAM
+    layers: int
+    gpu_bytes: int  # on the fullest GPU, with its CUDA context
+    host_bytes: int
+    tokens_per_s: float | None
+    ngl: int | None
+    override_tensors: str
+    tensor_split: str = ""  # -ts on several GPUs
+    request: EstimateRequest | None = None  # the estimate with --fit's settings
+
+
+def models_with_experts_in_ram(
+    workload: Workload,
+    presets: list[ModelPreset],
+    usable_bytes: int,
+    gpu_count: int,
+    *,
+    ram_bytes: int | None = None,
+    speed_gpu: GpuPerformance | None = None,
+    whole: dict[int, str] | None = None,
+    host_bandwidth_gb_s: float | None = None,
+) -> list[ExpertsInRamFit]:
+    """The catalogue's MoE models that llama.cpp's --fit runs on ``gpu_count`` cards of
+    ``usable_bytes`` by leaving routed experts in system RAM (at most ``ram_bytes`` of it): each
+    in the most precise file type that does so, and for a model that fits whole (``whole``:
+    preset → the file type it fits in) only in a type more precise than that one."""
+    if workload.runtime != "llama_cpp":
+        return []
+    whole = whole or {}
+    found = []
+    models = _descriptions(presets)
+    for preset in presets:
+        arch = resolve_architecture(models[preset.pk])
+        if not arch.is_moe:
+            continue
+        formats = workload.precisions
+        if preset.pk in whole:
+            formats = formats[: formats.index(whole[preset.pk])]
+
+        def attempt(
+            index: int, preset: ModelPreset = preset, formats: tuple[str, ...] = formats
+        ) -> ExpertsInRamFit | None:
+            return _experts_in_ram_fit(
+                workload,
+                preset,
+                models[preset.pk],
+                formats[index],
+                usable_bytes,
+                gpu_count,
+                ram_bytes,
+            )
+
+        # Formats run from the most precise: GPU and RAM needs both fall along them, so the
+        # most precise that runs is found by bisection, starting from the least precise.
+        if not formats or (best := attempt(len(formats) - 1)) is None:
+            continue
+        low, high = -1, len(formats) - 1
+        while high - low > 1:
+            middle = (low + high) // 2
+            tried = attempt(middle)
+            if tried is None:
+                low = middle
+            else:
+                high, best = middle, tried
+        found.append(_with_speed(best, speed_gpu, host_bandwidth_gb_s))
+    return sorted(found, key=lambda fit: -fit.preset.params_total)
+
+
+def _experts_in_ram_fit(
+    workload: Workload,
+    preset: ModelPreset,
+    model: ConfigModel,
+    precision: str,
+    usable_bytes: int,
+    gpu_count: int,
+    ram_bytes: int | None,
+) -> ExpertsInRamFit | None:
+    """--fit's placement of ``model`` in ``precision`` when it leaves experts in RAM and the
+    machine's RAM holds the rest; None otherwise."""
+    request = workload.request(model, precision, num_gpus=gpu_count)
+    arch = resolve_architecture(model)
+    context_bytes = cached_estimate(request).breakdown.cuda_context
+    room = max(usable_bytes - context_bytes, 0)
+    fitted = fit_params(
+        arch, llama_cpp_options(request), [room] * gpu_count, layout=llama_cpp_layout(request)
+    )
+    host = fitted.result.host_bytes
+    if not (fitted.fits and fitted.experts_in_ram_layers):
+        return None
+    if ram_bytes is not None and host > ram_bytes:
+        return None
+    return ExpertsInRamFit(
+        preset,
+        precision,
+        fitted.experts_in_ram_layers,
+        arch.num_layers,
+        max(device.used_bytes for device in fitted.devices) + context_bytes,
+        host,
+        None,
+        fitted.options.n_gpu_layers,
+        override_tensors_text(fitted.options.override_tensors),
+        ",".join(f"{share:g}" for share in fitted.options.tensor_split or ()),
+        request.model_copy(update={"llama_cpp": fitted.options}),
+    )
+
+
+def _with_speed(
+    fit: ExpertsInRamFit, gpu: GpuPerformance | None, host_bandwidth_gb_s: float | None
+) -> ExpertsInRamFit:
+    if gpu is None or fit.request is None:
+        return fit
+    result = cached_estimate(fit.request)
+    speed = estimate_speed(
+        resolve_architecture(fit.request.model),
+        fit.request,
+        result,
+        gpu,
+        runtime="llama_cpp",
+        llama_cpp=result.llama_cpp,
+        host_memory_bandwidth_gb_s=host_bandwidth_gb_s,
+    )
+    return replace(fit, tokens_per_s=speed.decode_tokens_per_s)
 
 
 def _tokens_per_s(
@@ -602,7 +737,9 @@ def calculator_query(
         params["vram"] = f"{vram_gb:g}"
     if gpus > 1:
         params["gpus"] = gpus
-        if workload.mode == "inference":
+        if workload.runtime == "llama_cpp":
+            pass  # the layers are split over the GPUs: no tensor parallelism
+        elif workload.mode == "inference":
             params["tp"] = gpus
         else:
             params["zero"] = 3

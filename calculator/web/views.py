@@ -64,7 +64,13 @@ from calculator.inputs.forms import (
 from calculator.inputs.l10n import fragment_language
 from calculator.inputs.uploads import limit_text, oversize_fields
 from calculator.result import reverse
-from calculator.result.calculation import Calculation, Card, own_card, request_on_card
+from calculator.result.calculation import (
+    Calculation,
+    Card,
+    host_ram_bytes,
+    own_card,
+    request_on_card,
+)
 from calculator.result.snapshots import preset_changed, saved_calculation, saved_result_create
 from calculator.web.page_cache import page_cache_get, page_cache_key, page_cache_set
 
@@ -775,7 +781,25 @@ def _fits(request: HttpRequest, form: FitsForm, catalogue: CatalogueSnapshot) ->
                     workload, presets, usable, c["count"], speed_gpu=speed_gpu, formats=formats
                 ),
             )
+            ram_gb = c.get("ram")
+            ram = host_ram_bytes(ram_gb) if ram_gb else None
+            whole = {fit.preset.pk: fit.precision for fit in models}
+            in_ram = catalogue.derived(
+                ("experts_in_ram", workload, usable, c["count"], gpu.slug if gpu else None, ram),
+                lambda: reverse.models_with_experts_in_ram(
+                    workload,
+                    presets,
+                    usable,
+                    c["count"],
+                    ram_bytes=ram,
+                    speed_gpu=speed_gpu,
+                    whole=whole,
+                ),
+            )
             context["own"] = {
+                "experts_in_ram": in_ram,
+                "ram_gb": ram_gb,
+                "ram_text": _canonical_text(ram_gb) if ram_gb else "",
                 "gpu": gpu,
                 "gb": c.get("gb"),
                 "count": c["count"],

@@ -203,7 +203,6 @@ def test_fits_page_shows_the_runtime_columns(client):
     [
         ("mode=lora&runtime=vllm", "choose Hugging Face transformers for training"),
         ("mode=full_finetune&runtime=llama_cpp", "choose Hugging Face transformers for training"),
-        ("runtime=llama_cpp&gb=24&count=2", "The llama.cpp estimate covers one GPU"),
         ("runtime=tensorrt", "Select a valid choice."),
     ],
 )
@@ -213,3 +212,36 @@ def test_fits_page_bad_runtime_gets_a_message(client, query, message):
     body = response.content.decode()
     assert message in body
     assert "tier-table" not in body
+
+
+def test_fits_page_lists_moe_models_with_experts_in_ram(client):
+    # An RTX 3090 (24 GiB) and 64 GB of RAM: gpt-oss-120b's MXFP4 file (116.8 B parameters,
+    # ~61 GiB) does not fit the card whole, and --fit runs it with experts in RAM; Qwen3-30B-
+    # A3B fits whole at 4-6 bits, and with experts in RAM at a more precise type.
+    body = client.get("/fits/?runtime=llama_cpp&gpu=rtx-3090-24gb&ram=64&seq=4096").content.decode()
+    table = body[body.index('data-testid="fits-experts-in-ram"') :]
+    table = table[: table.index("</table>")]
+    rows = {row.split("</a>")[0].rsplit(">", 1)[-1]: row for row in table.split("<tr>")[2:]}
+    assert "gpt-oss-120b" in rows
+    assert "Qwen3 30B-A3B (MoE)" in rows
+    assert "ot=" in rows["gpt-oss-120b"]
+    assert "ngl=37" in rows["gpt-oss-120b"]
+    whole = body[body.index('id="own-title"') : body.index('id="experts-title"')]
+    assert "Qwen3 30B-A3B (MoE)" in whole
+    assert "gpt-oss-120b<" not in whole
+    # Every listed placement's RAM is within the machine's 64 GB (a RAM kit's "64 GB" is
+    # 64 GiB, calculation.host_ram_bytes).
+    for cells in rows.values():
+        ram_gib = float(cells.split('data-label="System RAM">')[1].split(" GiB")[0])
+        assert ram_gib <= 64
+
+
+def test_fits_page_splits_llama_cpp_over_several_gpus(client):
+    # Llama 3.3 70B at Q4_K_M (~40 GiB of weights) fits two 24 GB cards but not one.
+    one = client.get("/fits/?runtime=llama_cpp&gb=24&count=1&seq=4096").content.decode()
+    two = client.get("/fits/?runtime=llama_cpp&gb=24&count=2&seq=4096").content.decode()
+    assert "Llama 3.3 70B" not in one.split('id="own-title"')[1].split("</table>")[0]
+    listed = two.split('id="own-title"')[1].split("</table>")[0]
+    assert "Llama 3.3 70B" in listed
+    assert "gpus=2" in listed
+    assert "tp=" not in listed

@@ -31,9 +31,11 @@ Sources (facts only):
 
 from __future__ import annotations
 
+import re
 import shlex
+from collections.abc import Sequence
 
-from calculator.estimator.runtimes.llama_cpp import LlamaCppOptions
+from calculator.estimator.runtimes.llama_cpp import LlamaCppOptions, TensorOverride
 from calculator.estimator.runtimes.vllm import VllmOptions
 
 # llama-server's fixed defaults (README @ 00dc805); -c, -np and -ngl depend on the machine.
@@ -57,6 +59,47 @@ def _join(words: list[str]) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
+_ONE_BLOCK = re.compile(r"blk\\\.(\d+)(\\\..*)")
+
+
+def override_tensors_text(entries: Sequence[TensorOverride]) -> str:
+    """``-ot``'s value for ``entries``: comma-separated ``PATTERN=BUFFER``, the entries that
+    differ only in their block number (``blk\\.12\\.ffn_…``, ``blk\\.13\\.ffn_…``, as --fit
+    writes one per layer) folded into one ``blk\\.(12|13)\\.ffn_…`` that matches the same
+    tensors."""
+    folded: dict[tuple[str, str], list[str]] = {}
+    for entry in entries:
+        one = _ONE_BLOCK.fullmatch(entry.pattern)
+        key = (one.group(2), entry.buffer) if one else (entry.pattern, entry.buffer)
+        folded.setdefault(key, [])
+        if one:
+            folded[key].append(one.group(1))
+    parts = []
+    for (rest, buffer), blocks in folded.items():
+        if not blocks:
+            parts.append(f"{rest}={buffer}")
+        elif len(blocks) == 1:
+            parts.append(rf"blk\.{blocks[0]}{rest}={buffer}")
+        else:
+            parts.append(rf"blk\.({'|'.join(blocks)}){rest}={buffer}")
+    return ",".join(parts)
+
+
+def llama_split_flags(options: LlamaCppOptions, devices: int) -> list[str]:
+    """``-sm``, ``-mg`` and ``-ts`` for ``devices`` GPUs, where they differ from the default
+    (``-sm layer`` split by free memory)."""
+    if devices < 2:
+        return []
+    words = []
+    if options.split_mode != "layer":
+        words += ["-sm", options.split_mode]
+    if options.split_mode == "none" and options.main_gpu:
+        words += ["-mg", str(options.main_gpu)]
+    if options.split_mode == "layer" and options.tensor_split is not None:
+        words += ["-ts", ",".join(f"{share:g}" for share in options.tensor_split)]
+    return words
+
+
 def _model_flag(model_ref: str, gguf_type: str | None) -> list[str]:
     """A local ``.gguf`` path loads with ``-m``; anything else is a Hugging Face repository for
     ``-hf``, tagged with the file type unless the reference already names a tag or no type is
@@ -68,7 +111,7 @@ def _model_flag(model_ref: str, gguf_type: str | None) -> list[str]:
     return ["-hf", f"{model_ref}:{gguf_type}"]
 
 
-def llama_server_command(model_ref: str, options: LlamaCppOptions) -> str:
+def llama_server_command(model_ref: str, options: LlamaCppOptions, devices: int = 1) -> str:
     """The ``llama-server`` command line for ``options``.
 
     ``-c``, ``-np``, ``-fa`` and ``-ngl`` are always written: their defaults (the model's training
@@ -97,6 +140,9 @@ def llama_server_command(model_ref: str, options: LlamaCppOptions) -> str:
         words.append("--cpu-moe")
     elif options.n_cpu_moe:
         words += ["--n-cpu-moe", str(options.n_cpu_moe)]
+    if options.override_tensors:
+        words += ["-ot", override_tensors_text(options.override_tensors)]
+    words += llama_split_flags(options, devices)
     return _join(words)
 
 

@@ -48,6 +48,7 @@ head), as the logs' ``CUDA0 compute buffer size`` lines show (see ``validation/p
 
 from __future__ import annotations
 
+import re
 import struct
 from array import array
 from bisect import bisect_right
@@ -209,6 +210,88 @@ class _Frozen(BaseModel):
 SplitMode = Literal["layer", "none"]
 # Devices one llama.cpp process may split over (ggml's GGML_CUDA_MAX_DEVICES is 16).
 MAX_DEVICES = 16
+# common/common.h LLM_FFN_EXPS_REGEX: the routed-expert tensors --cpu-moe and --n-cpu-moe move.
+FFN_EXPS_PATTERN = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"
+
+
+def _repeats_a_repeat(pattern: str) -> bool:
+    """Whether a quantified group holds a quantifier, a group or an alternation ("(a+)+",
+    "((ab)*)+", "(a|aa)+"): the shapes that make a backtracking regex take exponential time. Tensor names are short, but a
+    pattern is user input, and Python's ``re`` has no time limit."""
+    starts: list[int] = []
+    escaped = False
+    for index, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "(":
+            starts.append(index)
+        elif char == ")" and starts:
+            start = starts.pop()
+            inner = pattern[start + 1 : index].removeprefix("?:")
+            after = pattern[index + 1 : index + 2]
+            if after and after in "*+{" and any(c in inner for c in "*+?{(|"):
+                return True
+    return False
+
+
+class TensorOverride(BaseModel):
+    """One ``-ot PATTERN=BUFFER`` entry: every tensor whose name the pattern matches anywhere
+    (``std::regex_search``, llama-model-loader.cpp ``select_buft``; the first matching entry
+    wins) loads into that buffer. Only ``CPU`` is modelled: the tensor stays in system RAM."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pattern: str = Field(min_length=1, max_length=300, description="A regex on tensor names")
+    buffer: Literal["CPU"] = Field(default="CPU", description="Where matching tensors load")
+
+    @model_validator(mode="after")
+    def _pattern_is_safe(self) -> TensorOverride:
+        if _repeats_a_repeat(self.pattern):
+            raise ValueError(f"the pattern {self.pattern!r} repeats a repeated group")
+        try:
+            re.compile(self.pattern)
+        except re.error as error:
+            raise ValueError(f"the pattern {self.pattern!r} is not a regex: {error}") from None
+        return self
+
+
+class OverrideError(ValueError):
+    """A ``-ot`` entry that cannot be read: ``kind`` is ``syntax`` (no ``=BUFFER``), ``buffer``
+    (not CPU), ``regex`` (not a regex) or ``nested`` (a repeated group repeated)."""
+
+    def __init__(self, kind: str, entry: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.entry = kind, entry
+
+
+def parse_override_tensors(text: str) -> tuple[TensorOverride, ...]:
+    """``-ot``'s own syntax (common/arg.cpp ``parse_tensor_buffer_overrides``): entries split on
+    commas, each ``PATTERN=BUFFER`` split at its first ``=``. Several ``-ot`` flags add up, so
+    entries may also be on separate lines. Raises OverrideError naming what is wrong."""
+    entries = []
+    for line in text.replace(";", "\n").splitlines():
+        for item in line.split(","):
+            item = item.strip().strip("\"'")
+            if item.startswith("-ot ") or item.startswith("--override-tensor "):
+                item = item.split(" ", 1)[1].strip().strip("\"'")
+            if not item:
+                continue
+            pattern, equals, buffer = item.partition("=")
+            if not equals or not pattern.strip():
+                raise OverrideError("syntax", item, f"{item!r} is not PATTERN=BUFFER")
+            if buffer.strip() != "CPU":
+                raise OverrideError("buffer", item, f"{item!r}: only =CPU is modelled")
+            pattern = pattern.strip()
+            if _repeats_a_repeat(pattern):
+                raise OverrideError("nested", item, f"{item!r} repeats a repeated group")
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise OverrideError("regex", item, f"{item!r}: {error}") from None
+            entries.append(TensorOverride(pattern=pattern[:300]))
+    return tuple(entries)
 
 
 class LlamaCppOptions(_Frozen):
@@ -233,6 +316,13 @@ class LlamaCppOptions(_Frozen):
         description="--n-cpu-moe: the routed experts of the first N layers stay in system RAM",
     )
     cpu_moe: bool = Field(default=False, description="--cpu-moe: every routed expert in RAM")
+    override_tensors: tuple[TensorOverride, ...] = Field(
+        default=(),
+        max_length=256,
+        description="-ot PATTERN=CPU entries: the tensors whose names match stay in system RAM "
+        "(exps=CPU keeps every routed expert there, blk\\.(2[0-9])\\.ffn_.*=CPU the feed-forward "
+        "tensors of layers 20-29)",
+    )
     kv_unified: bool = Field(
         default=False,
         description="-kvu: one KV stream for all slots (llama-server turns it on itself only "
@@ -262,6 +352,23 @@ class LlamaCppOptions(_Frozen):
         if self.tensor_split is not None and not any(self.tensor_split):
             raise ValueError("tensor_split needs one share above 0 (all 0: leave it out)")
         return self
+
+    @property
+    def has_tensor_overrides(self) -> bool:
+        """Whether any tensor is placed by an override (``--cpu-moe``, ``--n-cpu-moe`` and
+        ``-ot`` all push one): llama.cpp then runs no pipeline and ``--fit`` changes nothing."""
+        return bool(self.cpu_moe or self.n_cpu_moe or self.override_tensors)
+
+    def override_patterns(self, arch: Architecture) -> tuple[str, ...]:
+        """Every override as llama.cpp lists them: ``-ot`` entries, then ``--cpu-moe`` or one
+        ``blk\\.<i>`` + LLM_FFN_EXPS_REGEX per layer of ``--n-cpu-moe`` (common/arg.cpp)."""
+        patterns = [entry.pattern for entry in self.override_tensors]
+        if self.cpu_moe:
+            patterns.append(FFN_EXPS_PATTERN)
+        else:
+            n = min(self.n_cpu_moe, arch.num_layers)
+            patterns.extend(rf"blk\.{il}{FFN_EXPS_PATTERN}" for il in range(n))
+        return tuple(patterns)
 
     def cpu_expert_layers(self, arch: Architecture) -> int:
         """How many leading layers keep their routed experts on the host: all with --cpu-moe,
@@ -1251,6 +1358,73 @@ def gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
     return _gguf_layout(arch, gguf_type)
 
 
+@dataclass(frozen=True)
+class OverrideMoves:
+    """The tensors that ``-ot …=CPU`` entries (with ``--cpu-moe``/``--n-cpu-moe`` as the
+    entries they stand for) keep in system RAM: bytes per block, routed experts apart from the
+    rest (a decode step reads only the experts it routes to), and of the output layer."""
+
+    experts: tuple[int, ...]
+    other: tuple[int, ...]
+    output: int
+
+    def block(self, il: int) -> int:
+        return self.experts[il] + self.other[il]
+
+    def from_block(self, il: int) -> tuple[int, int]:
+        """(expert bytes, other bytes) of the blocks ``il..n-1``."""
+        return sum(self.experts[il:]), sum(self.other[il:])
+
+
+def override_moves(arch: Architecture, gguf_type: str, patterns: tuple[str, ...]) -> OverrideMoves:
+    """What ``patterns`` move to the CPU in a ``gguf_type`` file of ``arch``: each tensor whose
+    name (``blk.N.ffn_up_exps.weight``) a pattern matches anywhere. Norms and small vectors are
+    grouped per block here (``blk.N.norms``) and follow that name. Remembered per pattern list."""
+    if arch.params_override is not None:
+        arch = arch.model_copy(update={"params_override": None})
+    return _override_moves(arch, gguf_type, patterns)
+
+
+@lru_cache(maxsize=128)
+def _override_moves(arch: Architecture, gguf_type: str, patterns: tuple[str, ...]) -> OverrideMoves:
+    compiled = [re.compile(pattern) for pattern in patterns]
+    experts, other = [0] * arch.num_layers, [0] * arch.num_layers
+    output_names = {shape.name for shape in _output_shapes(arch)}
+    output = 0
+    for tensor, ggml_type in gguf_tensor_types(arch, gguf_type):
+        name = f"{tensor.name}.weight"
+        if not any(pattern.search(name) for pattern in compiled):
+            continue
+        size = tensor_bytes(tensor, ggml_type)
+        if tensor.layer is not None:
+            (experts if tensor.expert else other)[tensor.layer] += size
+        elif tensor.name in output_names:
+            output += size
+        # an input table (token_embd, …) is on the host already
+    return OverrideMoves(tuple(experts), tuple(other), output)
+
+
+def _host_overrides(
+    arch: Architecture, layout: GgufLayout, options: LlamaCppOptions
+) -> OverrideMoves | None:
+    """The ``-ot`` entries' moves, or None when only the expert flags override (their bytes
+    come from the layout's sums, without a walk over the tensors)."""
+    if not options.override_tensors:
+        return None
+    return override_moves(arch, layout.gguf_type, options.override_patterns(arch))
+
+
+def _moved_from(
+    arch: Architecture, layout: GgufLayout, options: LlamaCppOptions, il: int
+) -> tuple[int, int, int]:
+    """(expert bytes, other bytes) of blocks ``il..n-1`` and the output-layer bytes that tensor
+    overrides keep on the host."""
+    moves = _host_overrides(arch, layout, options)
+    if moves is None:
+        return layout.expert_bytes_between(il, options.cpu_expert_layers(arch)), 0, 0
+    return (*moves.from_block(il), moves.output)
+
+
 @lru_cache(maxsize=256)
 def _gguf_layout(arch: Architecture, gguf_type: str) -> GgufLayout:
     qs = _quant_state(arch, gguf_type)
@@ -1353,12 +1527,14 @@ def model_buffer(arch: Architecture, layout: GgufLayout, options: LlamaCppOption
     output_on_gpu = arch.num_layers >= start and options.n_gpu_layers != 0
     first_gpu = _first_gpu_block(arch, options)
     blocks_gpu = layout.layer_bytes_from(first_gpu)
-    # Experts a tensor override keeps in RAM leave the GPU layers' share (CPU_Mapped with mmap).
-    blocks_gpu -= layout.expert_bytes_between(first_gpu, options.cpu_expert_layers(arch))
+    # Tensors an override keeps in RAM leave the GPU layers' share (CPU_Mapped with mmap).
+    moved_experts, moved_other, moved_output = _moved_from(arch, layout, options, first_gpu)
+    blocks_gpu -= moved_experts + moved_other
     blocks_host = layout.layer_bytes_from(0) - blocks_gpu
     gpu, host = blocks_gpu, layout.host_only_bytes + blocks_host
     if output_on_gpu:
-        gpu += layout.output_bytes
+        gpu += layout.output_bytes - moved_output
+        host += moved_output
     else:
         host += layout.output_bytes
     if arch.tie_word_embeddings and output_on_gpu:
@@ -1373,10 +1549,12 @@ def expert_placement(
     arch: Architecture, layout: GgufLayout, options: LlamaCppOptions
 ) -> DeviceBytes:
     """The routed-expert tensors by device: on the host those of the layers ``-ngl`` leaves
-    there and those ``--n-cpu-moe``/``--cpu-moe`` keep in RAM, the rest on the GPU."""
+    there and those the overrides (``--n-cpu-moe``, ``--cpu-moe``, ``-ot``) keep in RAM, the
+    rest on the GPU."""
     total = layout.expert_bytes_between(0, arch.num_layers)
-    on_host = max(_first_gpu_block(arch, options), options.cpu_expert_layers(arch))
-    host = layout.expert_bytes_between(0, on_host)
+    first_gpu = _first_gpu_block(arch, options)
+    moved_experts, _other, _output = _moved_from(arch, layout, options, first_gpu)
+    host = layout.expert_bytes_between(0, first_gpu) + moved_experts
     return DeviceBytes(gpu=total - host, host=host)
 
 
@@ -1467,7 +1645,7 @@ def compute_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
     output = 4 * n_ub * (arch.vocab_size + h)
     device = max(attention, feed_forward, output)
     host = 4 * n_ub * h + mask_bytes
-    if options.cpu_expert_layers(arch):
+    if options.cpu_expert_layers(arch) or (arch.is_moe and options.override_tensors):
         # The routed experts left in RAM run in the CPU part of the graph: their gate and up
         # outputs for the micro-batch, f32.
         host += 4 * n_ub * 2 * arch.experts_per_token * arch.moe_intermediate_size
@@ -1579,9 +1757,14 @@ def _slot_parts(
     start = _gpu_layer_start(arch, options)
     n_layer = arch.num_layers
     model = [layout.layer_bytes_from(il) - layout.layer_bytes_from(il + 1) for il in range(n_layer)]
-    for il in range(options.cpu_expert_layers(arch)):
-        model[il] -= layout.expert_bytes_between(il, il + 1)
-    model.append(layout.output_bytes + (layout.token_embd_bytes if arch.tie_word_embeddings else 0))
+    moves = _host_overrides(arch, layout, options)
+    if moves is None:
+        for il in range(options.cpu_expert_layers(arch)):
+            model[il] -= layout.expert_bytes_between(il, il + 1)
+    else:
+        model = [held - moves.block(il) for il, held in enumerate(model)]
+    output = layout.output_bytes - (moves.output if moves is not None else 0)
+    model.append(output + (layout.token_embd_bytes if arch.tie_word_embeddings else 0))
     full, swa = kv_cells(arch, options)
     layers = layout.layers
     per_class = layers.kv_class_bytes(options, full, swa)
@@ -1614,7 +1797,7 @@ def _pipelined(
         and (split_mode or options.split_mode) == "layer"
         and _gpu_layer_start(arch, options) == 0
         and options.n_gpu_layers != 0
-        and options.cpu_expert_layers(arch) == 0
+        and not options.has_tensor_overrides
     )
 
 
@@ -1772,8 +1955,10 @@ def longest_context_full_offload(
     limit: int = 1 << 21,
     *,
     layout: GgufLayout | None = None,
+    devices: int = 1,
 ) -> int:
-    """The largest ``n_ctx`` (a multiple of 256) that fits fully offloaded; 0 if none does.
+    """The largest ``n_ctx`` (a multiple of 256) that fits fully offloaded (on each of
+    ``devices`` equal GPUs of ``gpu_memory_bytes``, split by layer); 0 if none does.
     ``layout``: as for ``estimate_llama_cpp``."""
     full = options.model_copy(update={"n_gpu_layers": None})
     if layout is None:
@@ -1781,7 +1966,10 @@ def longest_context_full_offload(
 
     def fits(n_ctx: int) -> bool:
         trial = full.model_copy(update={"n_ctx": n_ctx})
-        return estimate_llama_cpp(arch, trial, layout=layout).gpu_bytes <= gpu_memory_bytes
+        loaded = estimate_llama_cpp(arch, trial, layout=layout, devices=devices)
+        if devices > 1:
+            return max(device.total for device in loaded.devices) <= gpu_memory_bytes
+        return loaded.gpu_bytes <= gpu_memory_bytes
 
     if not fits(256):
         return 0
