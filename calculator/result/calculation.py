@@ -785,16 +785,8 @@ class Calculation:
         have = host_ram_bytes(self.host_ram_gb) if self.host_ram_gb else None
         host = loaded.host_bytes if loaded is not None else 0
         speed = None
-        if self.gpu_performance is not None and shown.fits and (have is None or host <= have):
-            speed = estimate_speed(
-                self.arch,
-                changed,
-                estimate,
-                self.gpu_performance,
-                runtime="llama_cpp",
-                llama_cpp=loaded,
-                host_memory_bandwidth_gb_s=request.host_memory_bandwidth_gb_s,
-            ).decode_tokens_per_s
+        if shown.fits and (have is None or host <= have):
+            speed = self._fit_tokens_per_s(changed, estimate)
         gguf_file = self._gguf_file_name
         if not shown.fits:
             placement = "gpu_short"
@@ -824,6 +816,20 @@ class Calculation:
             "tokens_per_s": speed,
             "query": self._fit_query(shown),
         }
+
+    def _fit_tokens_per_s(self, request: EstimateRequest, estimate: EstimateResult) -> float | None:
+        """Decoding speed with --fit's placement on the chosen GPUs (a saved result keeps it)."""
+        if self.gpu_performance is None:
+            return None
+        return estimate_speed(
+            self.arch,
+            request,
+            estimate,
+            self.gpu_performance,
+            runtime="llama_cpp",
+            llama_cpp=estimate.llama_cpp,
+            host_memory_bandwidth_gb_s=request.host_memory_bandwidth_gb_s,
+        ).decode_tokens_per_s
 
     def _fit_query(self, fitted: FitResult) -> dict[str, Any]:
         """The page's fields that reproduce ``fitted``: -ngl, -ot and -ts, the expert flags off."""

@@ -43,6 +43,8 @@ class SavedFigures(BaseModel):
     preset_slug: str = ""
     preset_hf_repo: str = ""
     preset_unreviewed: bool = False
+    # The decoding speed with llama.cpp's --fit placement (Calculation.llama_fit).
+    fit_tokens_per_s: float | None = None
 
 
 def saved_figures(calculation: Calculation) -> dict[str, Any]:
@@ -57,6 +59,7 @@ def saved_figures(calculation: Calculation) -> dict[str, Any]:
         preset_slug=preset.slug if preset is not None else "",
         preset_hf_repo=(preset.hf_repo or "") if preset is not None else "",
         preset_unreviewed=bool(preset is not None and preset.is_unreviewed_import),
+        fit_tokens_per_s=(calculation.llama_fit or {}).get("tokens_per_s"),
     ).model_dump(mode="json")
 
 
@@ -75,8 +78,10 @@ class SavedCalculation(Calculation):
         preset: ModelPreset | None,
         host_ram_gb: float | None,
         preset_current: bool = True,
+        fit_tokens_per_s: float | None = None,
     ) -> None:
         super().__init__(request, gpu=gpu, preset=preset, host_ram_gb=host_ram_gb, result=result)
+        self.saved_fit_tokens_per_s = fit_tokens_per_s
         self.saved_speed = speed
         self.saved_speed_unavailable = speed_unavailable
         self.preset_current = preset_current
@@ -90,6 +95,9 @@ class SavedCalculation(Calculation):
     @cached_property
     def speed(self) -> SpeedResult | None:
         return self.saved_speed
+
+    def _fit_tokens_per_s(self, request: EstimateRequest, estimate: EstimateResult) -> float | None:
+        return self.saved_fit_tokens_per_s
 
     @cached_property
     def speed_unavailable(self) -> str | None:
@@ -122,6 +130,7 @@ def saved_calculation(*, snapshot: SavedResult) -> SavedCalculation | None:
             preset_current=not preset_changed(snapshot)
             and snapshot.preset is not None
             and snapshot.preset.active,
+            fit_tokens_per_s=figures.fit_tokens_per_s,
         )
     except ValueError:  # pydantic's validation errors and the estimator's ConfigError
         return None

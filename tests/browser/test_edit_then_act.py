@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 # Persona 1: Qwen3 30B-A3B at Q4_K_M does not fit a 12 GB RTX 3060 with every layer on it, so
 # the advice offers "Most layers on the GPU (-ngl): N of 49".
 QWEN30_3060 = "/?model=Qwen3+30B-A3B&runtime=llama_cpp&gpu=rtx-3060-12gb&seq=16384"
-NGL_LEVER = "#more a[href*='ngl=']"
+NGL_LEVER = "#more [data-testid=llama-levers] a[href*='ngl=']"
 
 
 def query(url: str) -> dict[str, list[str]]:
