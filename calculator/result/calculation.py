@@ -366,7 +366,12 @@ class Calculation:
     @cached_property
     def speed_unavailable(self) -> str | None:
         """Why no speed is given: no catalogue GPU to time it on, or a setup that does not run
-        (its ``fit_state``): a speed for memory that is not there would be no one's speed."""
+        (its ``fit_state``): a speed for memory that is not there would be no one's speed.
+        With no GPU at all the CPU's speed is timed on the RAM, so only a RAM short of the
+        model stops it."""
+        if self.cpu_only:
+            host = self.host_verdict
+            return "ram_short" if host is not None and not host["fits"] else None
         if self.gpu_performance is None:
             return "no_catalogue_gpu"
         run = self.run_verdict

@@ -149,3 +149,38 @@ def test_no_gpu_shows_what_the_cpu_and_ram_hold(page, live_server):
     assert "gpu=cpu" in page.url
     screenshot(page, "runtime-llama-cpp-no-gpu")
     assert page.server_errors == []
+
+
+def test_a_big_moe_on_a_24_gb_card_runs_with_its_experts_in_ram(page, live_server):
+    """Issue 28: gpt-oss-120b on an RTX 3090 with 64 GB of RAM. Hand calculation from its
+    config.json (openai/gpt-oss-120b: 36 layers, 128 experts of gate, up and down matrices of
+    2,880 × 2,880) and MXFP4's 17 bytes per 32 weights (ggml-common.h block_mxfp4): a layer's
+    experts are 128 × 3 × 2,880² × 17/32 bytes = 1.576 GiB, so the card's 24 GiB hold at most
+    15 layers of them and at least 36 - 15 = 21 layers keep their experts in system RAM, at
+    1.576 GiB each (the RAM figure below is those layers' experts and little else)."""
+    page.goto(
+        live_server.url
+        + "/?model=gpt-oss-120b&gpu=rtx-3090-24gb&seq=8192&runtime=llama_cpp&gguf=MXFP4&ram=64"
+    )
+    page.wait_for_selector("[data-testid=experts-in-ram] a")
+    lever = page.inner_text("[data-testid=experts-in-ram]")
+    found = re.search(r"first (\d+) of 36 layers, ([\d.]+) GiB of system RAM", lever)
+    assert found, lever
+    layers, ram = int(found.group(1)), float(found.group(2))
+    assert 21 <= layers <= 30, lever
+    assert abs(ram - layers * 1.576) / (layers * 1.576) < 0.05, lever
+    # --fit's own choice, as a command to copy, with its speed.
+    fit = page.inner_text("[data-testid=llama-fit]")
+    assert "--fit" in fit, fit
+    assert "tokens/s" in fit, fit
+    assert re.search(r"experts of \d+ of them in system RAM", fit), fit
+    # Following the lever gives that setup's estimate: it fits the card, the RAM holds the rest.
+    with page.expect_navigation():
+        page.click("[data-testid=experts-in-ram] a")
+    assert f"ncmoe={layers}" in page.url
+    page.wait_for_selector("[data-testid=llama-fit]")
+    text = result_text(page)
+    assert "System RAM" in text, text[:800]
+    assert "tokens/s" in text
+    screenshot(page, "runtime-llama-cpp-experts-in-ram")
+    assert page.server_errors == []

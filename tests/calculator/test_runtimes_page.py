@@ -434,6 +434,14 @@ def test_no_gpu_gives_the_ram_verdict_and_generation_from_ram_bandwidth(client):
     assert "Prompt:" not in body
     api = client.get("/api/v1/estimate?" + CPU_ONLY.split("?", 1)[1]).json()
     assert api["llama_cpp"]["gpu_layers"] == 0
+    # The API gives the same CPU generation speed, timed on the RAM (no card needed).
+    assert api["speed_unavailable"] is None
+    assert api["speed"]["backend"] == "cpu"
+    assert f"Generation: {api['speed']['decode_tokens_per_s']:.0f} tokens/s" in body
+    # 2 GiB of RAM cannot hold the 4.58 GiB Q4_K_M file: no speed, and the API says why.
+    short = client.get("/api/v1/estimate?" + CPU_ONLY.split("?", 1)[1].replace("ram=32", "ram=2"))
+    assert short.json()["speed"] is None
+    assert short.json()["speed_unavailable"] == "ram_short"
     assert f"{api['host_bytes'] / GIB:.2f} GiB of system RAM, no GPU" in body
 
     def generation(bandwidth: str) -> int:

@@ -33,6 +33,13 @@ LLAMA_CPP_UBATCH = 512
 # Assumed, not fitted (no published transformers generate() timings were collected): eager
 # PyTorch launches a few hundred kernels per token from Python.
 TRANSFORMERS_STEP_OVERHEAD_S = 0.008
+# llama.cpp's CPU side, fitted by `validation/llama_cpp_offload.py` on the training split of
+# the published expert-offload and CPU-only runs (validation/published/
+# llama_cpp_moe_offload_runs.json, llama_cpp_offload_speed_runs.json); rerun it and copy its
+# output here when rows change. Whatever the GPU, the CPU and its RAM do this part.
+LLAMA_CPP_HOST_BANDWIDTH = 0.79
+LLAMA_CPP_HOST_MOE_LAYER_S = 0.0006
+LLAMA_CPP_HOST_FITTED_RUNS = 12
 
 
 class _Frozen(BaseModel):
@@ -108,6 +115,12 @@ class Efficiency(_Frozen):
     )
     host_bandwidth: float = Field(
         default=0.6, gt=0, le=1, description="Achieved / peak host RAM bandwidth (CPU layers)."
+    )
+    host_moe_layer_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="llama.cpp: fixed cost per decode step of each MoE layer whose routed "
+        "experts run on the CPU (the hand-off between backends and the CPU's expert dispatch).",
     )
     allreduce_latency_s: float = Field(default=20e-6, ge=0)
     fitted_rows: int = Field(default=0, ge=0, description="Published rows these values fit.")
@@ -197,6 +210,13 @@ def efficiency_for(
     group = "serving" if runtime in {"vllm", "transformers"} else runtime
     keys = (f"{backend}/{memory_class}", f"cuda/{memory_class}", "cuda/gddr", "cuda/hbm")
     chosen = next(FITTED[(group, key)] for key in keys if (group, key) in FITTED)
+    if runtime == "llama_cpp":
+        chosen = chosen.model_copy(
+            update={
+                "host_bandwidth": LLAMA_CPP_HOST_BANDWIDTH,
+                "host_moe_layer_s": LLAMA_CPP_HOST_MOE_LAYER_S,
+            }
+        )
     if runtime == "transformers":
         chosen = chosen.model_copy(update={"step_overhead_s": TRANSFORMERS_STEP_OVERHEAD_S})
     return chosen

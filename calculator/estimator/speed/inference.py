@@ -16,6 +16,7 @@ from calculator.estimator.schemas import EstimateRequest, EstimateResult
 from calculator.estimator.speed.hardware import (
     DEFAULT_HOST_MEMORY_BANDWIDTH_GB_S,
     GB,
+    LLAMA_CPP_HOST_FITTED_RUNS,
     LLAMA_CPP_UBATCH,
     Efficiency,
     GpuPerformance,
@@ -41,6 +42,9 @@ class _Traffic(_Frozen):
         default=None,
         description="The routed experts within the GPU and host weights, where the runtime "
         "says where they are (llama.cpp); None: read shares from the parameter counts.",
+    )
+    host_moe_layers: float = Field(
+        default=0.0, description="MoE layers whose routed experts run on the CPU (llama.cpp)."
     )
     kv_bytes_per_token: float = Field(description="Per sequence and context token, all GPUs.")
     kv_host_share: float = 0.0
@@ -81,6 +85,9 @@ def _traffic(
             weight_gpu_bytes=llama_cpp.model_buffer.gpu,
             weight_host_bytes=host,
             expert_bytes=(experts.gpu, experts.host) if experts.total else None,
+            host_moe_layers=(
+                arch.moe_layer_count * experts.host / experts.total if experts.total else 0.0
+            ),
             kv_bytes_per_token=kv_per_token,
             kv_host_share=llama_cpp.kv_buffer.host / kv_total if kv_total else 0.0,
             total_params=result.params_total,
@@ -183,7 +190,8 @@ def _decode_step(
         compute_efficiency=efficiency.prefill_compute,
     )
     comm = tensor_parallel_seconds(batch, arch, tp, gpu, efficiency)
-    return seconds + comm + efficiency.step_overhead_s, bound
+    host_moe = traffic.host_moe_layers * efficiency.host_moe_layer_s
+    return seconds + comm + host_moe + efficiency.step_overhead_s, bound
 
 
 def _prefill_seconds(
@@ -261,10 +269,24 @@ def _host_slowdown(
         update={
             "weight_gpu_bytes": traffic.weight_gpu_bytes + traffic.weight_host_bytes,
             "weight_host_bytes": 0.0,
+            "expert_bytes": traffic.expert_bytes and (sum(traffic.expert_bytes), 0.0),
+            "host_moe_layers": 0.0,
         }
     )
     all_gpu, _ = _decode_step(arch, on_gpu, gpu, runtime, eff, host_bw, batch=1, context=0)
     slowdown = single / all_gpu
+    if traffic.host_moe_layers and eff.host_moe_layer_s:
+        notes.add(
+            gettext_noop(
+                "The routed experts of %(layers)s MoE layers run on the CPU: each such layer "
+                "adds about %(ms)s ms to every generated token (the hand-off between GPU and "
+                "CPU), fitted with the RAM's share to %(runs)s published runs."
+            ),
+            gettext_noop("validation/llama_cpp_offload.py"),
+            layers=round(traffic.host_moe_layers),
+            ms=round(eff.host_moe_layer_s * 1000, 2),
+            runs=LLAMA_CPP_HOST_FITTED_RUNS,
+        )
     notes.add(
         gettext_noop(
             "%(host_gb)s GB of weights stay in system RAM and are read at %(host_bw)s GB/s "
