@@ -106,7 +106,9 @@ def test_over_two_gpus_every_tensor_is_on_exactly_one():
     # Conservation: the two devices hold the single GPU's model and KV buffers between them,
     # and each its own compute buffer plus three more copies of its inputs (four in all,
     # GGML_SCHED_MAX_COPIES): the hidden state, 4,096 × 512 f32, and the f16 KQ mask,
-    # 2 × 4,096 cells × 512 tokens (Llama 3.1 8B: hidden 4,096; -c 4,096, -ub 512).
+    # 2 × 4,096 cells × 512 tokens (Llama 3.1 8B: hidden 4,096; -c 4,096, -ub 512). The GPU
+    # with the output layer reserves what one GPU does (the logits); the other its layers'
+    # largest phase, the feed-forward's 4 bytes × 512 × (2 × 14,336 + 2 × 4,096) = 72 MiB.
     from calculator.estimator import resolve_architecture
     from calculator.estimator.runtimes.llama_cpp import (
         LlamaCppOptions,
@@ -124,7 +126,10 @@ def test_over_two_gpus_every_tensor_is_on_exactly_one():
     inputs = pipeline_input_bytes(arch, options)
     assert inputs == 4 * 4096 * 512 + 2 * 4096 * 512
     compute = one.compute_buffer.gpu
-    assert sum(two) == one.model_buffer.gpu + one.kv_buffer.gpu + 2 * (compute + 3 * inputs)
+    layers_phase = 4 * 512 * (2 * 14_336 + 2 * 4_096)
+    assert sum(two) == (
+        one.model_buffer.gpu + one.kv_buffer.gpu + compute + layers_phase + 2 * 3 * inputs
+    )
     assert layer_split_gpu_bytes(arch, options, 1) == [one.gpu_bytes]
 
 

@@ -66,12 +66,18 @@ def test_two_gpus_hold_what_one_would_plus_the_pipelines_copies():
     # KV: 2 (K and V) x 8 heads x 128 x 2 bytes (f16) x 8192 cells = 32 MiB per layer;
     # GPU 0 has layers 0..16, GPU 1 layers 17..31 and the output layer.
     assert [device.kv for device in two.devices] == [17 * 32 * MIB, 15 * 32 * MIB]
-    # Each device reserves the whole graph's compute buffer, and as a pipeline three more copies
-    # of its inputs: the hidden state (4 bytes x 512 tokens x 4096) = 8 MiB and the f16 KQ mask
-    # (2 bytes x 8192 cells x 512) = 8 MiB, 16 MiB a copy.
-    for device in two.devices:
-        assert device.compute == one.compute_buffer.gpu + 3 * 16 * MIB
-    assert two.compute_buffer.gpu == 2 * (one.compute_buffer.gpu + 48 * MIB)
+    # Each device reserves its part of the graph: GPU 0 its layers' largest phase, the
+    # feed-forward's 4 bytes x 512 tokens x (2 x 14,336 + 2 x 4,096) = 72 MiB; GPU 1, which holds
+    # the output layer, the logits' 4 x 512 x (128,256 + 4,096) bytes (what one GPU reserves).
+    # As a pipeline each adds three more copies of its inputs: the hidden state (4 bytes x 512
+    # tokens x 4096) = 8 MiB and the f16 KQ mask (2 bytes x 8192 cells x 512) = 8 MiB, 16 MiB a
+    # copy.
+    logits = 4 * 512 * (128_256 + 4_096)
+    assert one.compute_buffer.gpu == logits
+    assert [device.compute for device in two.devices] == [
+        72 * MIB + 3 * 16 * MIB,
+        logits + 3 * 16 * MIB,
+    ]
 
 
 def test_no_pipeline_with_layers_on_the_cpu_or_experts_in_ram():
@@ -80,13 +86,15 @@ def test_no_pipeline_with_layers_on_the_cpu_or_experts_in_ram():
     single = estimate_llama_cpp(arch, partial).compute_buffer.gpu
     devices = estimate_llama_cpp(arch, partial, devices=2).devices
     assert [device.layers for device in devices] == [10, 10]
-    assert all(device.compute == single for device in devices)
+    # No pipeline copies: GPU 0 reserves its layers' 72 MiB feed-forward phase (as in the test
+    # above), GPU 1, with the output layer, what the single GPU reserves.
+    assert [device.compute for device in devices] == [72 * MIB, single]
     moe = architecture("qwen3-30b-a3b")  # a preset of the catalogue
     experts = LlamaCppOptions(gguf_type="Q4_K_M", n_ctx=4096, n_parallel=1, n_cpu_moe=4)
     single = estimate_llama_cpp(moe, experts).compute_buffer.gpu
-    assert all(
-        device.compute == single for device in estimate_llama_cpp(moe, experts, devices=2).devices
-    )
+    first, last = estimate_llama_cpp(moe, experts, devices=2).devices
+    assert last.compute == single
+    assert first.compute < single
 
 
 def test_split_mode_none_keeps_every_layer_on_the_main_gpu():

@@ -1617,17 +1617,11 @@ def recurrent_buffer(
     return DeviceBytes(gpu=gpu, host=cell_bytes * layers.state_elements_from(0) - gpu)
 
 
-def compute_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
-    """The reserved worst-case graph for ``n_ub = min(n_ctx, n_ubatch)`` tokens over all cells.
-
-    GPU: the largest of three phases, each a set of f32 tensors alive at once —
-    attention without flash attention: scores ``n_kv · n_ub · n_head`` plus the mask copy and four
-    ``n_embd``-wide activations; with flash attention only the f16 mask and those activations;
-    feed-forward: two intermediate-wide tensors (gate/up, or the routed experts' ``k ·
-    moe_intermediate``) and two residuals; output head: logits for every token of the micro-batch
-    (``n_vocab · n_ub``) and the final norm. Host (``CUDA_Host compute buffer``): the input
-    embeddings (``n_embd · n_ub`` f32) and the KQ mask (f32, or f16 with flash attention).
-    """
+def compute_phases(arch: Architecture, options: LlamaCppOptions) -> tuple[int, int]:
+    """(the repeating layers' phase, the output head's phase) of ``compute_buffer``'s GPU part.
+    ggml_backend_sched allocates each node of the reserved graph in the buffer of the backend
+    it runs on, so with the layers split over GPUs only the device that holds the output layer
+    holds the logits; the others reserve the largest of their layers' phases."""
     full, _swa = kv_cells(arch, options)
     n_ub = min(_pad(options.n_ctx, 256), options.n_ubatch)
     h = arch.hidden_size
@@ -1642,8 +1636,25 @@ def compute_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
         feed_forward = 4 * n_ub * (2 * routed + arch.num_experts + 2 * h)
     else:
         feed_forward = 4 * n_ub * (2 * arch.intermediate_size + 2 * h)
-    output = 4 * n_ub * (arch.vocab_size + h)
-    device = max(attention, feed_forward, output)
+    return max(attention, feed_forward), 4 * n_ub * (arch.vocab_size + h)
+
+
+def compute_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
+    """The reserved worst-case graph for ``n_ub = min(n_ctx, n_ubatch)`` tokens over all cells.
+
+    GPU: the largest of three phases (``compute_phases``), each a set of f32 tensors alive at once —
+    attention without flash attention: scores ``n_kv · n_ub · n_head`` plus the mask copy and four
+    ``n_embd``-wide activations; with flash attention only the f16 mask and those activations;
+    feed-forward: two intermediate-wide tensors (gate/up, or the routed experts' ``k ·
+    moe_intermediate``) and two residuals; output head: logits for every token of the micro-batch
+    (``n_vocab · n_ub``) and the final norm. Host (``CUDA_Host compute buffer``): the input
+    embeddings (``n_embd · n_ub`` f32) and the KQ mask (f32, or f16 with flash attention).
+    """
+    full, _swa = kv_cells(arch, options)
+    n_ub = min(_pad(options.n_ctx, 256), options.n_ubatch)
+    h = arch.hidden_size
+    mask_bytes = (2 if options.flash_attention else 4) * full * _pad(n_ub, 64)
+    device = max(compute_phases(arch, options))
     host = 4 * n_ub * h + mask_bytes
     if options.cpu_expert_layers(arch) or (arch.is_moe and options.override_tensors):
         # The routed experts left in RAM run in the CPU part of the graph: their gate and up
@@ -1806,9 +1817,12 @@ def device_buffers(
 ) -> tuple[LlamaCppDevice, ...]:
     """Each GPU's model, KV and compute buffers. ``-sm layer`` gives each device a slice of the
     offloaded layer slots (``layer_split``, the output layer on the device of the last slot);
-    ``-sm none`` puts them all on ``--main-gpu``. Every device holding a layer reserves the
-    whole worst-case graph's compute buffer (ggml_backend_sched reserves per backend; ik_llama.cpp
-    PR #235's two-4090 log: 1166.01 and 1166.02 MiB), and a pipeline adds
+    ``-sm none`` puts them all on ``--main-gpu``. Every device holding a layer reserves its part
+    of the worst-case graph (``_device_computes``: ggml_backend_sched allocates each node on its
+    backend; the logits only where the output layer is: 4× P100 logs in
+    llama_cpp_offload_logs.json print 503 MiB there at -ub 512, beside 242 MiB on the middle
+    GPUs; where attention dominates every device reserves about the same, as ik_llama.cpp PR
+    #235's two-4090 log, 1166.01 and 1166.02 MiB), and a pipeline adds
     ``GGML_SCHED_MAX_COPIES - 1`` copies of its inputs (Unsloth PR #7637 traced 4 GiB per device
     at a 1M context to them). Not counted here: the CUDA context each device also holds."""
     if options.n_gpu_layers == 0:
@@ -1822,9 +1836,7 @@ def device_buffers(
     else:
         shares = options.tensor_split or options.device_memory_bytes
         counts = layer_split(len(model), devices, shares)
-    compute = compute_buffer(arch, options).gpu
-    if _pipelined(arch, options, devices):
-        compute += (GGML_SCHED_MAX_COPIES - 1) * pipeline_input_bytes(arch, options)
+    computes = _device_computes(arch, options, counts, _pipelined(arch, options, devices))
     out, first = [], 0
     for index, count in enumerate(counts):
         last = first + count
@@ -1835,11 +1847,29 @@ def device_buffers(
                 model=sum(model[first:last]),
                 kv=sum(kv[first:last]),
                 recurrent=sum(recurrent[first:last]),
-                compute=compute if count else 0,
+                compute=computes[index],
             )
         )
         first = last
     return tuple(out)
+
+
+def _device_computes(
+    arch: Architecture, options: LlamaCppOptions, counts: Sequence[int], pipelined: bool
+) -> list[int]:
+    """Each device's compute buffer for ``counts`` layer slots per device (the output layer
+    being the last slot): its layers' phase, the output head's phase on the device that holds
+    the output layer (``compute_phases``), and a pipeline's copies of its inputs."""
+    layers_phase, output_phase = compute_phases(arch, options)
+    copies = (GGML_SCHED_MAX_COPIES - 1) * pipeline_input_bytes(arch, options) if pipelined else 0
+    holding = [index for index, count in enumerate(counts) if count]
+    output_device = holding[-1] if holding else -1
+    return [
+        (max(layers_phase, output_phase) if index == output_device else layers_phase) + copies
+        if count
+        else 0
+        for index, count in enumerate(counts)
+    ]
 
 
 def pipeline_input_bytes(arch: Architecture, options: LlamaCppOptions) -> int:
@@ -1868,11 +1898,11 @@ def layer_split_gpu_bytes(
     if slots is None:
         layout = layout if layout is not None else gguf_layout(arch, options.file_type(arch))
         slots = gpu_slot_bytes(arch, layout, options)
-    compute = compute_buffer(arch, options).gpu
-    if _pipelined(arch, options, devices, split_mode="layer"):
-        compute += (GGML_SCHED_MAX_COPIES - 1) * pipeline_input_bytes(arch, options)
+    counts = layer_split(len(slots), devices)
+    pipelined = _pipelined(arch, options, devices, split_mode="layer")
+    computes = _device_computes(arch, options, counts, pipelined)
     totals, first = [], 0
-    for count in layer_split(len(slots), devices):
+    for count, compute in zip(counts, computes, strict=True):
         held = sum(slots[first : first + count])
         first += count
         totals.append(held + compute if count else 0)
