@@ -87,6 +87,7 @@ class Run:
     request: EstimateRequest
     result: EstimateResult
     loaded: LlamaCppResult
+    tg: float | None = None  # the published generation tokens/s
 
     @property
     def held_out(self) -> bool:
@@ -116,6 +117,7 @@ def _run(run: dict[str, Any]) -> Run:
         request=request,
         result=estimate(request),
         loaded=estimate_llama_cpp(arch, options, devices=compare.get("gpu_count", 1)),
+        tg=float(run["generation_tokens_per_s"]) if run.get("generation_tokens_per_s") else None,
     )
 
 
@@ -124,9 +126,9 @@ def compared() -> tuple[Run, ...]:
     return tuple(_run(run) for run in runs())
 
 
-def _row(run: Run, figure: str, ours: float, theirs: float, **extra: Any) -> dict[str, Any]:
+def _row(run_id: str, figure: str, ours: float, theirs: float, **extra: Any) -> dict[str, Any]:
     return {
-        "id": run.id,
+        "id": run_id,
         "figure": figure,
         "ours": ours,
         "theirs": theirs,
@@ -138,7 +140,7 @@ def _row(run: Run, figure: str, ours: float, theirs: float, **extra: Any) -> dic
 def vram_rows() -> list[dict[str, Any]]:
     """The page's GPU figure (buffers + CUDA context) against the VRAM the user read."""
     return [
-        _row(run, "VRAM", run.result.total_bytes / GIB, run.compare["vram_gib"])
+        _row(run.id, "VRAM", run.result.total_bytes / GIB, run.compare["vram_gib"])
         for run in compared()
         if run.compare.get("vram_gib")
     ]
@@ -150,10 +152,12 @@ def buffer_rows() -> list[dict[str, Any]]:
     for run in compared():
         if run.compare.get("gpu_model_buffer_mib"):
             ours = run.loaded.model_buffer.gpu / MIB
-            rows.append(_row(run, "GPU model buffer", ours, run.compare["gpu_model_buffer_mib"]))
+            rows.append(_row(run.id, "GPU model buffer", ours, run.compare["gpu_model_buffer_mib"]))
         if run.compare.get("host_model_buffer_mib"):
             ours = run.loaded.model_buffer.host / MIB
-            rows.append(_row(run, "host model buffer", ours, run.compare["host_model_buffer_mib"]))
+            rows.append(
+                _row(run.id, "host model buffer", ours, run.compare["host_model_buffer_mib"])
+            )
     return rows
 
 
@@ -225,25 +229,9 @@ def log_rows() -> list[dict[str, Any]]:
                 ours_sum += ours
                 theirs_sum += printed[key]
                 if printed[key]:
-                    rows.append(
-                        {
-                            "id": log["id"],
-                            "figure": f"{name} {key}",
-                            "ours": ours,
-                            "theirs": printed[key],
-                            "error": ours / printed[key] - 1,
-                        }
-                    )
+                    rows.append(_row(log["id"], f"{name} {key}", ours, printed[key]))
             if theirs_sum and standard:
-                rows.append(
-                    {
-                        "id": log["id"],
-                        "figure": f"{name} GPU buffers",
-                        "ours": ours_sum,
-                        "theirs": theirs_sum,
-                        "error": ours_sum / theirs_sum - 1,
-                    }
-                )
+                rows.append(_row(log["id"], f"{name} GPU buffers", ours_sum, theirs_sum))
     return rows
 
 
@@ -251,22 +239,8 @@ def speed_runs() -> list[Run]:
     return [
         run
         for run in compared()
-        if run.compare.get("ram_peak_gb_s") and _gpu(run.compare) and _tg(run) is not None
+        if run.compare.get("ram_peak_gb_s") and _gpu(run.compare) and run.tg is not None
     ]
-
-
-def _tg(run: Run) -> float | None:
-    value = run.compare.get("tg")
-    return value if value is not None else _published_tg(run.id)
-
-
-@cache
-def _published_tg(run_id: str) -> float | None:
-    for run in runs():
-        if run["id"] == run_id:
-            value = run.get("generation_tokens_per_s")
-            return float(value) if value else None
-    return None
 
 
 def predict_tg(run: Run, host_bandwidth: float, host_moe_layer_s: float) -> float:
@@ -301,7 +275,7 @@ def fit_host_factors(train: list[Run]) -> tuple[float, float]:
 
     def loss(factors: tuple[float, float]) -> float:
         return statistics.median(
-            abs(math.log(predict_tg(run, *factors) / float(_tg(run) or 1))) for run in train
+            abs(math.log(predict_tg(run, *factors) / float(run.tg or 1))) for run in train
         )
 
     return min(itertools.product(BANDWIDTH_GRID, LAYER_GRID), key=loss)
@@ -310,10 +284,10 @@ def fit_host_factors(train: list[Run]) -> tuple[float, float]:
 def tg_rows(factors: tuple[float, float]) -> list[dict[str, Any]]:
     return [
         _row(
-            run,
+            run.id,
             "generation tokens/s",
             predict_tg(run, *factors),
-            float(_tg(run) or 0),
+            float(run.tg or 0),
             split="held-out" if run.held_out else "train",
         )
         for run in speed_runs()
@@ -335,6 +309,7 @@ def main() -> None:
         f"LLAMA_CPP_HOST_MOE_LAYER_S = {share[1]}"
     )
     printed = log_rows()
+    speed = tg_rows(share)
     tables = {
         "GPU buffers per device (printed logs)": [
             r for r in printed if "GPU buffers" in r["figure"]
@@ -348,8 +323,8 @@ def main() -> None:
         ],
         "VRAM (page figure vs the user's reading)": vram_rows(),
         "weight buffers (printed)": buffer_rows(),
-        "generation, training split": [r for r in tg_rows(share) if r["split"] == "train"],
-        "generation, held out": [r for r in tg_rows(share) if r["split"] == "held-out"],
+        "generation, training split": [r for r in speed if r["split"] == "train"],
+        "generation, held out": [r for r in speed if r["split"] == "held-out"],
     }
     print("| figure | runs | median error | worst |")
     print("|---|---:|---:|---:|")

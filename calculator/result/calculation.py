@@ -443,7 +443,7 @@ class Calculation:
         Prompt processing is bound by the CPU's cores, which the estimate does not know: none."""
         if self.run_verdict is not None and not self.run_verdict.runs:
             return None
-        if self.host_verdict is not None and not self.host_verdict["fits"]:
+        if self.speed_unavailable is not None:
             return None
         request = self.request
         bandwidth = self.ram_bandwidth_gb_s

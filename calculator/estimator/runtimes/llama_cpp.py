@@ -1617,15 +1617,22 @@ def recurrent_buffer(
     return DeviceBytes(gpu=gpu, host=cell_bytes * layers.state_elements_from(0) - gpu)
 
 
+def _graph_inputs(arch: Architecture, options: LlamaCppOptions) -> tuple[int, int]:
+    """The reserved graph's micro-batch ``n_ub = min(n_ctx, n_ubatch)`` and its KQ mask's bytes
+    (f16 with flash attention, else f32, over every cell and ``n_ub`` padded to 64)."""
+    full, _swa = kv_cells(arch, options)
+    n_ub = min(_pad(options.n_ctx, 256), options.n_ubatch)
+    return n_ub, (2 if options.flash_attention else 4) * full * _pad(n_ub, 64)
+
+
 def compute_phases(arch: Architecture, options: LlamaCppOptions) -> tuple[int, int]:
     """(the repeating layers' phase, the output head's phase) of ``compute_buffer``'s GPU part.
     ggml_backend_sched allocates each node of the reserved graph in the buffer of the backend
     it runs on, so with the layers split over GPUs only the device that holds the output layer
     holds the logits; the others reserve the largest of their layers' phases."""
     full, _swa = kv_cells(arch, options)
-    n_ub = min(_pad(options.n_ctx, 256), options.n_ubatch)
+    n_ub, mask_bytes = _graph_inputs(arch, options)
     h = arch.hidden_size
-    mask_bytes = (2 if options.flash_attention else 4) * full * _pad(n_ub, 64)
     acts = 4 * 4 * n_ub * h
     if options.flash_attention:
         attention = mask_bytes + acts
@@ -1650,10 +1657,8 @@ def compute_buffer(arch: Architecture, options: LlamaCppOptions) -> DeviceBytes:
     (``n_vocab · n_ub``) and the final norm. Host (``CUDA_Host compute buffer``): the input
     embeddings (``n_embd · n_ub`` f32) and the KQ mask (f32, or f16 with flash attention).
     """
-    full, _swa = kv_cells(arch, options)
-    n_ub = min(_pad(options.n_ctx, 256), options.n_ubatch)
+    n_ub, mask_bytes = _graph_inputs(arch, options)
     h = arch.hidden_size
-    mask_bytes = (2 if options.flash_attention else 4) * full * _pad(n_ub, 64)
     device = max(compute_phases(arch, options))
     host = 4 * n_ub * h + mask_bytes
     if options.cpu_expert_layers(arch) or (arch.is_moe and options.override_tensors):
@@ -1876,9 +1881,7 @@ def pipeline_input_bytes(arch: Architecture, options: LlamaCppOptions) -> int:
     """The inputs of one device's part of the graph: the hidden state it receives
     (``n_embd · n_ub`` f32) and its copy of the KQ mask (f16 with flash attention, else f32),
     as ``compute_buffer`` counts them."""
-    full, _swa = kv_cells(arch, options)
-    n_ub = min(_pad(options.n_ctx, 256), options.n_ubatch)
-    mask_bytes = (2 if options.flash_attention else 4) * full * _pad(n_ub, 64)
+    n_ub, mask_bytes = _graph_inputs(arch, options)
     return 4 * n_ub * arch.hidden_size + mask_bytes
 
 

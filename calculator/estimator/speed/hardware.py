@@ -4,6 +4,7 @@ throughput that applies to a precision."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -207,6 +208,12 @@ def efficiency_for(
     transformers decodes through the same cuBLAS/FlashAttention kernels the serving engines use, so
     it shares the serving factors, with a larger per-step cost: eager PyTorch launches every
     kernel from Python instead of replaying a CUDA graph."""
+    return _efficiency_for(runtime, backend, memory_class)
+
+
+# Immutable factors from constants: one copy per (runtime, backend, class), not one per estimate.
+@cache
+def _efficiency_for(runtime: str, backend: str, memory_class: str) -> Efficiency:
     group = "serving" if runtime in {"vllm", "transformers"} else runtime
     keys = (f"{backend}/{memory_class}", f"cuda/{memory_class}", "cuda/gddr", "cuda/hbm")
     chosen = next(FITTED[(group, key)] for key in keys if (group, key) in FITTED)
