@@ -27,7 +27,11 @@ def test_admin_preset_list_in_a_real_browser(page, live_server):
     assert "Qwen2.5 7B" in page.locator("#result_list").inner_text()
     screenshot(page, "admin-presets")
     page.goto(live_server.url + "/admin/calculator/modelpreset/")
-    page.click("text=100B and more")
+    # The filter is a link: wait for the page it opens, not the one it leaves (CI once read a
+    # half-loaded table here).
+    with page.expect_navigation():
+        page.click("text=100B and more")
+    page.wait_for_load_state()
     listed = page.locator("#result_list").inner_text()
     assert "DeepSeek-V3" in listed
     assert "Qwen2.5 7B" not in listed
